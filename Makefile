@@ -1,0 +1,62 @@
+# Positional Encodings, Derived — every command a learner, teacher or CI needs.
+#   make lab      set up .venv (first time only) and open the course in JupyterLab
+#   make test     set up .venv with the test tools, run the unit tests and strict nbval
+#   make execute  re-run every lesson and store its outputs (the only way outputs are made)
+#   make student  write the student copies (solutions stripped) to notebooks/student/
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The install is redone only when pyproject.toml changes: its hash names the stamp file.
+KEY := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:16])")
+STAMP := $(VENV)/.installed-$(KEY)
+TEST_STAMP := $(VENV)/.installed-test-$(KEY)
+LESSONS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180
+
+export OMP_NUM_THREADS ?= 1
+export PYTHONHASHSEED := 0
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: lab test unit nbval execute student install clean help
+.DEFAULT_GOAL := help
+
+help:
+	@sed -n '2,6p' Makefile | sed 's/^# *//'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -c "import matplotlib.pyplot"  # builds matplotlib's font cache now, not in a lesson
+	rm -f $(VENV)/.installed-* && touch $@
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest tests $(LESSONS) $(NBVAL)
+
+unit: $(TEST_STAMP)
+	$(BIN)/python -m pytest tests
+
+nbval: $(TEST_STAMP)
+	$(BIN)/python -m pytest $(LESSONS) $(NBVAL)
+
+execute: $(STAMP)
+	$(BIN)/python -m course_utils.execute $(LESSONS)
+	$(BIN)/python -m course_utils.student
+
+student: $(STAMP)
+	$(BIN)/python -m course_utils.student
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

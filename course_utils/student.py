@@ -1,0 +1,114 @@
+"""Student copies of the lessons: solutions replaced by a stub, outputs cleared.
+
+    python -m course_utils.student           # (re)writes notebooks/student/NN_*.ipynb
+    python -m course_utils.student --check   # exit 1 if a committed copy differs from a fresh build
+
+A solution is every line between nbgrader's markers ``### BEGIN SOLUTION`` and
+``### END SOLUTION``; it becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` at the
+same indentation, so teachers can also hand the lessons to nbgrader unchanged. Exercise cells
+are tagged ``raises-exception`` in the copy: Run All goes on past a stub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
+
+
+def strip_solutions(source: str) -> str:
+    """A cell's source with each solution region replaced by the stub lines."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a string, got {type(source).__name__}")
+    out, inside = [], False
+    for number, line in enumerate(source.split("\n"), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise ValueError(f"line {number}: {BEGIN} inside another solution region")
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + STUB[0], indent + STUB[1]]
+            inside = True
+        elif marker == END:
+            if not inside:
+                raise ValueError(f"line {number}: {END} without a {BEGIN} before it")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"a solution region has no {END}")
+    return "\n".join(out)
+
+
+def student_notebook(lesson: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student copy of one lesson notebook (the lesson itself is left unchanged)."""
+    if not isinstance(lesson, nbformat.NotebookNode):
+        raise TypeError(f"lesson must be a notebook read with nbformat, got {type(lesson).__name__}")
+    nb = copy.deepcopy(lesson)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = []
+        cell.execution_count = None
+        if BEGIN in cell.source:
+            cell.source = strip_solutions(cell.source)
+            tags = cell.metadata.setdefault("tags", [])
+            if "raises-exception" not in tags:
+                tags.append("raises-exception")
+    return nb
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    """The notebook as the exact text written to disk (nbformat's layout, final newline)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def lesson_paths(lessons: Path) -> list[Path]:
+    """The lesson notebooks NN_*.ipynb in a folder, in order."""
+    return sorted(Path(lessons).glob(LESSON_PATTERN))
+
+
+def build(lessons: Path, out: Path) -> dict[Path, str]:
+    """The student copies of every lesson in ``lessons``: {path under out: text}."""
+    return {
+        Path(out) / path.name: render(student_notebook(nbformat.read(path, as_version=4)))
+        for path in lesson_paths(lessons)
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_utils.student", description=__doc__.splitlines()[0])
+    parser.add_argument("--lessons", type=Path, default=Path("notebooks"))
+    parser.add_argument("--out", type=Path, default=Path("notebooks/student"))
+    parser.add_argument("--check", action="store_true", help="only compare with the committed copies")
+    args = parser.parse_args(argv)
+    copies = build(args.lessons, args.out)
+    stale = [p for p in lesson_paths(args.out) if p not in copies]
+    differ = [p for p, text in copies.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    if args.check:
+        for p in differ:
+            print(f"out of date: {p} (run `make student`)")
+        for p in stale:
+            print(f"no lesson for: {p} (run `make student`)")
+        return 1 if differ or stale else 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for p in stale:
+        p.unlink()
+    for p, text in copies.items():
+        p.write_text(text, encoding="utf-8")
+    print(f"wrote {len(copies)} student copies to {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

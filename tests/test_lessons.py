@@ -1,0 +1,94 @@
+"""Hygiene of the stored lesson notebooks: executed in order, clean outputs, small, exercises present.
+
+nbval (run by `make test`) proves the stored outputs are what the code produces; these tests
+prove there is something for it to compare: a cell without an execution count is skipped by nbval.
+"""
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from conftest import LESSONS
+
+MACHINE_PATH = re.compile(r"(/root/|/home/|/tmp/|/Users/|/work/|site-packages|C:\\\\Users)")
+MEMORY_ADDRESS = re.compile(r"at 0x[0-9a-fA-F]{6,}")
+EXPECTED_LESSONS = ["00_start_here.ipynb", "01_permutation_equivariance.ipynb"]
+
+
+def _code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+
+
+def test_the_lessons_are_there():
+    names = [p.name for p in LESSONS]
+    assert names[: len(EXPECTED_LESSONS)] == EXPECTED_LESSONS
+    assert [n[:2] for n in names] == [f"{i:02d}" for i in range(len(names))], "lessons are numbered 00, 01, ... with no gap"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_lesson_is_valid_small_and_python3(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert path.stat().st_size <= 1_500_000, f"{path.name} is {path.stat().st_size} bytes; keep lessons under 1.5 MB"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_every_code_cell_was_executed_in_order(path):
+    nb = nbformat.read(path, as_version=4)
+    counts = [c.execution_count for c in _code_cells(nb)]
+    assert counts, f"{path.name} has no code"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: execution counts {counts}; run `make execute` to re-run it top to bottom"
+    )
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_outputs_are_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.get("tags", [])
+        for out in cell.outputs:
+            where = f"{path.name} cell {index}"
+            if out.output_type == "error":
+                assert "raises-exception" in tags, f"{where} stores an error ({out.ename}) but is not tagged raises-exception"
+            if out.output_type == "stream":
+                assert out.name == "stdout", f"{where} writes to stderr: {out.text[:200]!r}"
+            text = out.get("text", "") + json.dumps(out.get("data", {}).get("text/plain", ""))
+            assert not MACHINE_PATH.search(text), f"{where} shows a machine path: {text[:200]!r}"
+            assert not MEMORY_ADDRESS.search(text), f"{where} shows a memory address: {text[:200]!r}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_lesson_starts_with_setup(path):
+    nb = nbformat.read(path, as_version=4)
+    first = _code_cells(nb)[0].source
+    assert "setup(0)" in first, f"{path.name}: the first code cell must call setup(0) so numbers reproduce"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_exercises_follow_the_contract(path):
+    """Each solution sits between nbgrader's markers, in a cell that then calls a check."""
+    nb = nbformat.read(path, as_version=4)
+    exercises = [c.source for c in nb.cells if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
+    minimum = 1 if path.name.startswith("00_") else 2
+    assert len(exercises) >= minimum, f"{path.name} has {len(exercises)} exercises; needs at least {minimum}"
+    for source in exercises:
+        assert source.count("### BEGIN SOLUTION") == source.count("### END SOLUTION")
+        after = source.rsplit("### END SOLUTION", 1)[1]
+        assert re.search(r"^check_\w+\(", after, flags=re.M), f"exercise without a check call after it:\n{source}"
+        for out in nb.cells[[c.source for c in nb.cells].index(source)].outputs:
+            if out.output_type == "stream":
+                assert out.text.startswith("✅ Correct"), f"{path.name}: a reference solution does not pass its check"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_lesson_ends_with_what_we_showed(path):
+    nb = nbformat.read(path, as_version=4)
+    last = [c.source for c in nb.cells if c.cell_type == "markdown"][-1]
+    if not path.name.startswith("00_"):
+        assert "What we showed" in last

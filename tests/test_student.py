@@ -1,0 +1,86 @@
+"""Student copies: committed, identical to a fresh build, no solution left, and they run."""
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import LESSONS, NOTEBOOKS
+from course_utils import student
+
+STUDENT = NOTEBOOKS / "student"
+
+
+def test_every_lesson_has_a_committed_student_copy():
+    assert [p.name for p in student.lesson_paths(STUDENT)] == [p.name for p in LESSONS]
+
+
+def test_committed_copies_equal_a_fresh_build():
+    for path, text in student.build(NOTEBOOKS, STUDENT).items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run `make student`"
+
+
+def test_check_mode_reports_stale_copies(tmp_path, capsys):
+    lessons, out = tmp_path / "lessons", tmp_path / "out"
+    lessons.mkdir()
+    (lessons / LESSONS[-1].name).write_bytes(LESSONS[-1].read_bytes())
+    assert student.main(["--lessons", str(lessons), "--out", str(out), "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+    assert student.main(["--lessons", str(lessons), "--out", str(out)]) == 0
+    assert student.main(["--lessons", str(lessons), "--out", str(out), "--check"]) == 0
+    (out / "99_gone.ipynb").write_text("{}")
+    assert student.main(["--lessons", str(lessons), "--out", str(out), "--check"]) == 1
+    student.main(["--lessons", str(lessons), "--out", str(out)])
+    assert not (out / "99_gone.ipynb").exists(), "a copy whose lesson is gone is removed"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_no_solution_line_survives(path):
+    lesson = nbformat.read(path, as_version=4)
+    copy = nbformat.read(STUDENT / path.name, as_version=4)
+    assert len(copy.cells) == len(lesson.cells)
+    assert copy.metadata.kernelspec == lesson.metadata.kernelspec
+    for original, stripped in zip(lesson.cells, copy.cells):
+        if stripped.cell_type != "code":
+            assert stripped.source == original.source
+            continue
+        assert "SOLUTION" not in stripped.source
+        assert stripped.outputs == [] and stripped.execution_count is None
+        if "### BEGIN SOLUTION" in original.source:
+            solution = original.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            for line in solution.strip().splitlines():
+                assert line.strip() not in stripped.source.splitlines(), f"solution line survives: {line!r}"
+            assert "raise NotImplementedError()" in stripped.source
+            assert "raises-exception" in stripped.metadata.tags
+        else:
+            assert stripped.source == original.source
+
+
+def test_strip_solutions_keeps_indentation_and_rejects_broken_markers():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\ncheck(f)"
+    assert student.strip_solutions(source) == (
+        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\ncheck(f)"
+    )
+    with pytest.raises(ValueError, match="END SOLUTION"):
+        student.strip_solutions("### BEGIN SOLUTION\nx = 1\n")
+    with pytest.raises(ValueError, match="without"):
+        student.strip_solutions("x = 1\n### END SOLUTION\n")
+    with pytest.raises(TypeError, match="source"):
+        student.strip_solutions(None)
+
+
+@pytest.mark.parametrize("path", [STUDENT / p.name for p in LESSONS], ids=lambda p: p.name)
+def test_student_copy_runs_and_every_check_says_not_yet(path):
+    """Run All on a student copy: only NotImplementedError, and every check prints ❌."""
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        exercise = "raise NotImplementedError()" in cell.source
+        for out in cell.outputs:
+            if out.output_type == "error":
+                assert exercise and out.ename == "NotImplementedError", f"{out.ename} in:\n{cell.source}"
+            if out.output_type == "stream" and exercise:
+                assert out.text.startswith("❌ Not yet:"), out.text
+                assert "NotImplementedError" in out.text
