@@ -39,8 +39,11 @@ $(TEST_STAMP): $(STAMP)
 
 install: $(STAMP)
 
+# JupyterLab refuses to run as root unless told to (containers, some cloud machines).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests $(LESSONS) $(NBVAL)

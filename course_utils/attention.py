@@ -69,11 +69,25 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
         raise ValueError(
             f"k and v must have one row per key (same n_k), got k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
+    if k.shape[-2] == 0:
+        raise ValueError(f"k and v must hold at least one key (n_k >= 1), got k {tuple(k.shape)}")
     if q.shape[-1] == 0:
         raise ValueError("q and k must have d_k >= 1 (the last dimension is empty)")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
-        mask = _check_mask(mask, scores.shape)
-        scores = scores.masked_fill(~mask, float("-inf"))
+        mask = _check_mask(mask, q.shape[:-1] + k.shape[-2:-1])
+    output, weights, _ = scaled_dot_product(q, k, v, mask)
+    return output, weights
+
+
+def scaled_dot_product(q, k, v, mask=None, bias=None):
+    """The computation behind ``attention``, without argument checks, for models on a hot path.
+
+    Returns (output [..., n_q, d_v], weights [..., n_q, n_k], logits [..., n_q, n_k]); the logits
+    are q k^T / sqrt(d_k) plus ``bias`` (a score bias such as ALiBi's), before the mask.
+    """
+    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        logits = logits + bias
+    scores = logits if mask is None else logits.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+    return weights @ v, weights, logits

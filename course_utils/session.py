@@ -70,7 +70,12 @@ def environment_report() -> bool:
     """
     ok = sys.version_info[:2] == (3, 11)
     print(f"{'✅' if ok else '❌'} Python {sys.version_info[0]}.{sys.version_info[1]} (the course needs 3.11)")
-    for name, pinned in _pins().items():
+    try:
+        pins = _pins()
+    except metadata.PackageNotFoundError:
+        print("❌ course_utils is imported from the source folder but not installed: run `make lab`.")
+        return False
+    for name, pinned in pins.items():
         try:
             installed = metadata.version(name)
         except metadata.PackageNotFoundError:

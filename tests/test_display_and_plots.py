@@ -1,0 +1,89 @@
+"""rounded() for printing, attention_heatmap() for figures, execute_lesson() argument checks."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from course_utils import attention_heatmap, causal_mask, rounded  # noqa: E402
+from course_utils.execute import execute_lesson  # noqa: E402
+
+
+def test_rounded_handles_tensors_arrays_numbers_and_negative_zero():
+    assert rounded(torch.tensor([0.123456, -0.00001])) == [0.1235, 0.0]
+    assert str(rounded(torch.tensor([-0.00001]))) == "[0.0]"
+    assert rounded(np.array([[1.23456, 2.0]]), 2) == [[1.23, 2.0]]
+    assert rounded(torch.tensor(3.14159)) == 3.1416
+    assert rounded(2.71828, 1) == 2.7
+    assert rounded([1 / 3, 2 / 3], 3) == [0.333, 0.667]
+
+
+@pytest.mark.parametrize(
+    "values, decimals, error, word",
+    [
+        ("abc", 4, TypeError, "values"),
+        (True, 4, TypeError, "values"),
+        (torch.tensor([True]), 4, TypeError, "values"),
+        ([1.0, "x"], 4, TypeError, "values"),
+        ([1.0], -1, ValueError, "decimals"),
+        ([1.0], 9, ValueError, "decimals"),
+        ([1.0], 1.5, TypeError, "decimals"),
+    ],
+)
+def test_rounded_rejects_bad_input(values, decimals, error, word):
+    with pytest.raises(error, match=word):
+        rounded(values, decimals)
+
+
+def test_attention_heatmap_labels_both_axes():
+    weights = torch.softmax(torch.randn(3, 3), dim=-1)
+    ax = attention_heatmap(weights, ["a", "b", "c"], title="takeaway")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title() == "takeaway"
+    np.testing.assert_allclose(ax.images[0].get_array(), weights.numpy())
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize(
+    "weights, labels, title, error, word",
+    [
+        (torch.ones(2, 2) / 2, ["a", "b", "c"], "t", ValueError, "labels"),
+        (torch.ones(2, 3) / 3, ["a", "b", "c"], "t", ValueError, "square"),
+        (torch.ones(2), ["a", "b"], "t", ValueError, "weights"),
+        (causal_mask(2), ["a", "b"], "t", TypeError, "weights"),
+        ([[1.0]], ["a"], "t", TypeError, "weights"),
+        (torch.ones(1, 1), "a", "t", TypeError, "labels"),
+        (torch.ones(1, 1), ["a"], 3, TypeError, "title"),
+    ],
+)
+def test_attention_heatmap_rejects_bad_input(weights, labels, title, error, word):
+    with pytest.raises(error, match=word):
+        attention_heatmap(weights, labels, title=title)
+    plt.close("all")
+
+
+def test_execute_lesson_rejects_a_missing_or_wrong_file(tmp_path):
+    with pytest.raises(ValueError, match="ipynb"):
+        execute_lesson(tmp_path / "missing.ipynb")
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(ValueError, match="ipynb"):
+        execute_lesson(tmp_path / "notes.txt")
+
+
+def test_execute_lesson_stores_outputs_in_order(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    path = tmp_path / "99_demo.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 2"), new_code_cell("print(x * 21)")]), path)
+    execute_lesson(path)
+    nb = nbformat.read(path, as_version=4)
+    assert [c.execution_count for c in nb.cells] == [1, 2]
+    assert nb.cells[1].outputs[0].text == "42\n"
+    assert "execution" not in nb.cells[1].metadata, "no timing metadata: re-execution must not churn the file"
+    assert nb.metadata.kernelspec.name == "python3"

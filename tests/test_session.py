@@ -1,0 +1,187 @@
+"""Tests for course_utils.session: setup(seed) and environment_report()."""
+
+from __future__ import annotations
+
+import random
+import sys
+from importlib import metadata
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from course_utils import environment_report, setup
+from course_utils import session
+
+
+@pytest.fixture(autouse=True)
+def restore_global_state():
+    """setup() changes process-wide state; put it back so other test files are unaffected."""
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch_rng = torch.get_rng_state()
+    np_rng = np.random.get_state()
+    py_rng = random.getstate()
+    rc = matplotlib.rcParams.copy()
+    yield
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(deterministic)
+    torch.set_rng_state(torch_rng)
+    np.random.set_state(np_rng)
+    random.setstate(py_rng)
+    matplotlib.rcParams.update(rc)
+
+
+def draws():
+    return torch.randn(5), np.random.rand(5), [random.random() for _ in range(5)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**32 - 1])
+def test_same_seed_same_numbers(seed):
+    setup(seed)
+    t1, n1, r1 = draws()
+    draws()  # move every generator on
+    setup(seed)
+    t2, n2, r2 = draws()
+    assert torch.equal(t1, t2)
+    assert np.array_equal(n1, n2)
+    assert r1 == r2
+
+
+def test_different_seeds_differ():
+    setup(0)
+    t0, n0, r0 = draws()
+    setup(1)
+    t1, n1, r1 = draws()
+    assert not torch.equal(t0, t1)
+    assert not np.array_equal(n0, n1)
+    assert r0 != r1
+
+
+def test_default_seed_is_zero():
+    setup()
+    a = draws()
+    setup(0)
+    b = draws()
+    assert torch.equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
+
+
+def test_threads_and_determinism():
+    torch.use_deterministic_algorithms(False)
+    setup(3)
+    assert torch.get_num_threads() == 1
+    assert torch.are_deterministic_algorithms_enabled()
+
+
+def test_figure_defaults():
+    setup(0)
+    assert tuple(matplotlib.rcParams["figure.figsize"]) == (6.4, 3.6)
+    assert matplotlib.rcParams["figure.dpi"] == 80
+    assert matplotlib.rcParams["image.cmap"] == "viridis"
+
+
+def test_numpy_integer_seed():
+    setup(np.int64(7))
+    a = torch.randn(3)
+    setup(7)
+    assert torch.equal(a, torch.randn(3))
+
+
+@pytest.mark.parametrize("seed", [-1, -(2**40), 2**32, 2**64])
+def test_seed_out_of_range(seed):
+    with pytest.raises(ValueError, match="seed"):
+        setup(seed)
+
+
+@pytest.mark.parametrize("seed", [1.5, 1.0, "1", None, True])
+def test_seed_wrong_type(seed):
+    with pytest.raises(TypeError, match="seed"):
+        setup(seed)
+
+
+def test_refused_seed_changes_nothing():
+    torch.use_deterministic_algorithms(False)
+    before = torch.get_rng_state()
+    with pytest.raises(ValueError):
+        setup(2**32)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+# --- environment_report ----------------------------------------------------------------------
+
+def test_environment_report(capsys):
+    ok = environment_report()
+    lines = capsys.readouterr().out.splitlines()
+    assert isinstance(ok, bool)
+    pins = session._pins()
+    assert "torch" in pins
+    # one line for Python, one per pinned package, one verdict
+    assert len(lines) == len(pins) + 2
+    assert "Python" in lines[0]
+    assert lines[0].startswith("✅" if sys.version_info[:2] == (3, 11) else "❌")
+    for line, name in zip(lines[1:-1], pins):
+        assert line.split()[1] == name
+        assert line[0] in "✅❌"
+    assert any("torch" in line for line in lines)
+    assert ok == (not any(line.startswith("❌") for line in lines))
+    assert lines[-1].startswith("Ready") if ok else lines[-1].startswith("Not the pinned environment")
+
+
+def test_pins_come_from_the_installed_metadata():
+    pins = session._pins()
+    assert pins["torch"] == "2.13.0"
+    assert "pytest" not in pins  # extras are not pins of the lesson environment
+    for name, version in pins.items():
+        assert name and version and "==" not in name
+
+
+def test_environment_report_flags_a_wrong_version(capsys, monkeypatch):
+    real_version = metadata.version
+
+    def fake_version(name):
+        if name == "numpy":
+            return "1.0.0"
+        if name == "tqdm":
+            raise metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(session.metadata, "version", fake_version)
+    ok = environment_report()
+    lines = capsys.readouterr().out.splitlines()
+    assert ok is False
+    numpy_line = next(line for line in lines if line.split()[1] == "numpy")
+    assert numpy_line.startswith("❌") and "1.0.0" in numpy_line and session._pins()["numpy"] in numpy_line
+    tqdm_line = next(line for line in lines if line.split()[1] == "tqdm")
+    assert tqdm_line.startswith("❌") and "missing" in tqdm_line
+    assert lines[-1].startswith("Not the pinned environment")
+
+
+def test_environment_report_flags_the_wrong_python(capsys, monkeypatch):
+    monkeypatch.setattr(session.sys, "version_info", (3, 12, 0, "final", 0))
+    ok = environment_report()
+    lines = capsys.readouterr().out.splitlines()
+    assert ok is False
+    assert lines[0].startswith("❌") and "3.12" in lines[0]
+
+
+def test_environment_report_accepts_a_local_version_suffix(capsys, monkeypatch):
+    pinned = session._pins()["torch"]
+    real_version = metadata.version
+    monkeypatch.setattr(session.metadata, "version",
+                        lambda name: f"{pinned}+cu121" if name == "torch" else real_version(name))
+    environment_report()
+    torch_line = next(line for line in capsys.readouterr().out.splitlines() if line.split()[1] == "torch")
+    assert torch_line.startswith("✅")
+
+
+def test_environment_report_without_installed_metadata(capsys, monkeypatch):
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(session.metadata, "requires", not_installed)
+    ok = environment_report()
+    lines = capsys.readouterr().out.splitlines()
+    assert ok is False
+    assert any(line.startswith("❌") for line in lines)
