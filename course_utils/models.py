@@ -1,0 +1,229 @@
+"""A tiny transformer whose position code is a switch: none, sinusoidal or learned.
+
+    tokens → token embedding ⊕ A·position code → n_layers pre-LN blocks → LayerNorm → head
+
+⊕ is "add" (the code has width d_model) or "concat" (the token embedding gets d_model - d_position
+columns and the code d_position, so the residual stream is still d_model wide). Fixed codes are
+buffers, not parameters. ``forward(tokens, details=True)`` also returns every layer's residual
+stream and every head's attention logits and weights, for the analysis lessons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from . import _validate
+from .attention import causal_mask, scaled_dot_product
+from .encodings import sinusoidal_encoding
+
+POSITIONS = ("none", "sinusoidal", "learned")
+COMBINES = ("add", "concat")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything that defines a TinyTransformer. n_outputs defaults to vocab_size."""
+
+    vocab_size: int
+    d_model: int = 32
+    n_heads: int = 2
+    n_layers: int = 2
+    max_len: int = 64
+    position: str = "sinusoidal"
+    combine: str = "add"
+    position_scale: float = 1.0
+    d_position: int | None = None
+    causal: bool = False
+    reapply_position: bool = False
+    n_outputs: int | None = None
+    d_ff: int | None = None
+
+    def __post_init__(self):
+        _validate.integer(self.vocab_size, "vocab_size", minimum=1)
+        _validate.d_model(self.d_model)
+        n_heads = _validate.integer(self.n_heads, "n_heads", minimum=1)
+        if self.d_model % n_heads:
+            raise ValueError(f"d_model must be divisible by n_heads, got d_model {self.d_model}, n_heads {n_heads}")
+        _validate.integer(self.n_layers, "n_layers", minimum=0)
+        _validate.integer(self.max_len, "max_len", minimum=1)
+        _validate.choice(self.position, "position", POSITIONS)
+        _validate.choice(self.combine, "combine", COMBINES)
+        _validate.real(self.position_scale, "position_scale")
+        if not isinstance(self.causal, bool) or not isinstance(self.reapply_position, bool):
+            raise TypeError("causal and reapply_position must be True or False")
+        if self.combine == "concat":
+            if self.position == "none":
+                raise ValueError('combine="concat" needs a position code; use position="sinusoidal" or "learned"')
+            if self.d_position is None:
+                raise ValueError('combine="concat" needs d_position, the width of the code (an even number < d_model)')
+            _validate.d_model(self.d_position, "d_position")
+            if self.d_position >= self.d_model:
+                raise ValueError(f"d_position must be smaller than d_model, got {self.d_position} >= {self.d_model}")
+            if self.reapply_position:
+                raise ValueError('reapply_position works with combine="add" only')
+        elif self.d_position is not None:
+            raise ValueError('d_position is only used with combine="concat"; leave it None')
+        if self.n_outputs is not None:
+            _validate.integer(self.n_outputs, "n_outputs", minimum=1)
+        if self.d_ff is not None:
+            _validate.integer(self.d_ff, "d_ff", minimum=1)
+
+    @property
+    def code_width(self) -> int:
+        """Width of the position code: d_model when added, d_position when concatenated."""
+        return self.d_position if self.combine == "concat" else self.d_model
+
+
+@dataclass
+class ModelOutput:
+    """logits [batch, n, n_outputs]; residuals: n_layers + 1 tensors [batch, n, d_model] (the input
+    to the first block, then the output of each block); attention_logits and attention_weights:
+    one [batch, n_heads, n, n] per layer (logits before the mask)."""
+
+    logits: torch.Tensor
+    residuals: list[torch.Tensor] = field(default_factory=list)
+    attention_logits: list[torch.Tensor] = field(default_factory=list)
+    attention_weights: list[torch.Tensor] = field(default_factory=list)
+
+
+class SinusoidalPosition(nn.Module):
+    """The fixed sinusoidal code as a (non-persistent) buffer; longer sequences are computed on demand."""
+
+    def __init__(self, width: int, max_len: int):
+        super().__init__()
+        self.width = width
+        self.register_buffer("table", sinusoidal_encoding(max_len, width), persistent=False)
+
+    def forward(self, n: int) -> torch.Tensor:
+        if n <= self.table.shape[0]:
+            return self.table[:n]
+        return sinusoidal_encoding(n, self.width, dtype=self.table.dtype).to(self.table.device)
+
+
+class LearnedPosition(nn.Module):
+    """A learned table, one row per position (BERT's nn.Embedding(512, 768)); rows past max_len do not exist."""
+
+    def __init__(self, width: int, max_len: int):
+        super().__init__()
+        self.table = nn.Embedding(max_len, width)
+        nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, n: int) -> torch.Tensor:
+        if n > self.table.num_embeddings:
+            raise ValueError(f"a learned code has {self.table.num_embeddings} rows (max_len); got a sequence of {n} tokens")
+        return self.table.weight[:n]
+
+
+POSITION_CODES = {"sinusoidal": SinusoidalPosition, "learned": LearnedPosition}
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention. x [batch, n, d_model] → (out [batch, n, d_model], weights, logits)."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
+        batch, n, d = x.shape
+        q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        heads, weights, logits = scaled_dot_product(q, k, v, mask)  # [batch, heads, n, d_head]
+        return self.out(heads.transpose(1, 2).reshape(batch, n, d)), weights, logits
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attention(LN(x)), then + MLP(LN(·))."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+        super().__init__()
+        self.ln_attention = nn.LayerNorm(d_model)
+        self.attention = SelfAttention(d_model, n_heads)
+        self.ln_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
+        update, weights, logits = self.attention(self.ln_attention(x), mask)
+        x = x + update
+        return x + self.mlp(self.ln_mlp(x)), weights, logits
+
+
+class TinyTransformer(nn.Module):
+    """The course's model. TinyTransformer(ModelConfig(vocab_size=16, position="learned"), seed=0).
+
+    ``seed`` makes the initial weights reproducible without touching the global random state.
+    forward(tokens [batch, n]) → logits [batch, n, n_outputs], or a ModelOutput with details=True.
+    """
+
+    def __init__(self, config: ModelConfig, *, seed: int = 0):
+        super().__init__()
+        if not isinstance(config, ModelConfig):
+            raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+        seed = _validate.integer(seed, "seed", minimum=0)
+        self.config = config
+        d, width = config.d_model, config.code_width
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            token_width = d - width if config.combine == "concat" else d
+            self.token_embedding = nn.Embedding(config.vocab_size, token_width)
+            self.position = None if config.position == "none" else POSITION_CODES[config.position](width, config.max_len)
+            d_ff = config.d_ff or 4 * d
+            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff) for _ in range(config.n_layers))
+            self.ln_final = nn.LayerNorm(d)
+            self.head = nn.Linear(d, config.n_outputs or config.vocab_size)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The residual stream entering the first block: tokens [batch, n] → [batch, n, d_model]."""
+        x = self.token_embedding(tokens)
+        if self.position is None:
+            return x
+        code = self.config.position_scale * self.position(tokens.shape[1])
+        if self.config.combine == "concat":
+            return torch.cat([x, code.expand(tokens.shape[0], -1, -1)], dim=-1)
+        return x + code
+
+    def forward(self, tokens: torch.Tensor, *, details: bool = False):
+        tokens = self._check_tokens(tokens)
+        n = tokens.shape[1]
+        mask = causal_mask(n).to(tokens.device) if self.config.causal else None
+        x = self.embed(tokens)
+        out = ModelOutput(logits=torch.empty(0))
+        out.residuals.append(x)
+        for index, block in enumerate(self.blocks):
+            if index and self.config.reapply_position and self.position is not None:
+                x = x + self.config.position_scale * self.position(n)
+            x, weights, logits = block(x, mask)
+            if details:
+                out.residuals.append(x)
+                out.attention_logits.append(logits)
+                out.attention_weights.append(weights)
+        out.logits = self.head(self.ln_final(x))
+        if not details:
+            return out.logits
+        return out
+
+    def _check_tokens(self, tokens) -> torch.Tensor:
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"tokens must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+        if tokens.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"tokens must hold integer token ids (torch.long), got {tokens.dtype}")
+        if tokens.ndim != 2 or tokens.shape[1] == 0:
+            raise ValueError(f"tokens must have shape [batch, n] with n >= 1, got {tuple(tokens.shape)}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+            raise ValueError(f"tokens must be ids in 0 .. {self.config.vocab_size - 1} (vocab_size)")
+        if self.config.position == "learned" and tokens.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"tokens has {tokens.shape[1]} positions but the learned code has only max_len = {self.config.max_len} rows"
+            )
+        return tokens.long()
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable numbers in a model (buffers such as a fixed code are not counted)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

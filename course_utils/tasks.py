@@ -1,0 +1,89 @@
+"""Toy sequence tasks, generated on the fly from a seed.
+
+Every task is per-token classification: a batch holds ``tokens`` [batch, n] and ``targets``
+[batch, n], plus ``scored`` [batch, n] marking the positions whose prediction counts (for
+"previous_token", position 0 has no previous token). All sequences in one batch share a
+length; lengths vary from batch to batch.
+
+| task             | target at position i                      | needs position? |
+|------------------|-------------------------------------------|-----------------|
+| "reverse"        | the token at position n - 1 - i           | yes             |
+| "previous_token" | the token at position i - 1               | yes             |
+| "copy_offset"    | the token at position i - offset          | yes             |
+| "own_index"      | i itself                                  | yes             |
+| "count"          | how often token i occurs in the sequence  | no              |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import _validate
+
+TASKS = ("reverse", "previous_token", "copy_offset", "own_index", "count")
+NEEDS_POSITION = {"reverse": True, "previous_token": True, "copy_offset": True, "own_index": True, "count": False}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """tokens [batch, n] (long), targets [batch, n] (long), scored [batch, n] (bool)."""
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+    scored: torch.Tensor
+
+
+def n_classes(task: str, *, vocab_size: int, max_len: int) -> int:
+    """How many output classes a model needs for ``task``."""
+    task = _validate.choice(task, "task", TASKS)
+    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2)
+    max_len = _validate.integer(max_len, "max_len", minimum=1)
+    if task == "own_index":
+        return max_len
+    if task == "count":
+        return max_len + 1
+    return vocab_size
+
+
+def make_batch(
+    task: str,
+    *,
+    batch_size: int,
+    length: int,
+    vocab_size: int,
+    generator: torch.Generator,
+    offset: int = 2,
+) -> Batch:
+    """One batch of ``task`` with sequences of ``length`` tokens drawn from 0 .. vocab_size-1.
+
+    ``offset`` is the shift of "copy_offset". ``generator`` (a torch.Generator) makes the batch
+    reproducible. Returns a Batch, each field [batch_size, length].
+    """
+    task = _validate.choice(task, "task", TASKS)
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    length = _validate.integer(length, "length", minimum=1)
+    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2)
+    offset = _validate.integer(offset, "offset", minimum=1)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    _validate.size_budget(batch_size * length, "the batch")
+    if task == "copy_offset" and offset >= length:
+        raise ValueError(f"offset must be smaller than length for copy_offset, got offset {offset}, length {length}")
+
+    tokens = torch.randint(0, vocab_size, (batch_size, length), generator=generator)
+    position = torch.arange(length).expand(batch_size, length)
+    scored = torch.ones(batch_size, length, dtype=torch.bool)
+    if task == "reverse":
+        targets = tokens.flip(dims=[1])
+    elif task in ("previous_token", "copy_offset"):
+        shift = 1 if task == "previous_token" else offset
+        targets = torch.zeros_like(tokens)
+        targets[:, shift:] = tokens[:, :-shift]
+        scored[:, :shift] = False
+    elif task == "own_index":
+        targets = position.clone()
+    else:  # count
+        targets = (tokens[:, :, None] == tokens[:, None, :]).sum(dim=-1)
+    return Batch(tokens=tokens, targets=targets, scored=scored)

@@ -1,0 +1,130 @@
+"""Training and evaluating a TinyTransformer on a toy task, reproducibly.
+
+train() draws fresh batches from a seeded generator every step, with a length drawn from
+``lengths`` for each batch, and shows a notebook-aware progress bar. Fixed seeds give identical
+histories run to run (with setup() having set one thread and deterministic algorithms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from . import _validate
+from .models import TinyTransformer
+from .tasks import TASKS, make_batch, n_classes
+
+
+@dataclass
+class History:
+    """Per-step training loss and accuracy on the scored positions of each batch."""
+
+    loss: list[float] = field(default_factory=list)
+    accuracy: list[float] = field(default_factory=list)
+
+    def final_accuracy(self, last: int = 20) -> float:
+        """Mean training accuracy over the last ``last`` steps."""
+        last = _validate.integer(last, "last", minimum=1)
+        if not self.accuracy:
+            raise ValueError("the history is empty: train for at least one step")
+        tail = self.accuracy[-last:]
+        return sum(tail) / len(tail)
+
+
+def _check_model_task(model, task: str, lengths) -> tuple[str, tuple[int, int]]:
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    task = _validate.choice(task, "task", TASKS)
+    if not isinstance(lengths, (tuple, list)) or len(lengths) != 2:
+        raise TypeError(f"lengths must be a pair (shortest, longest), got {lengths!r}")
+    shortest = _validate.integer(lengths[0], "lengths[0]", minimum=1)
+    longest = _validate.integer(lengths[1], "lengths[1]", minimum=shortest)
+    config = model.config
+    needed = n_classes(task, vocab_size=config.vocab_size, max_len=config.max_len)
+    outputs = config.n_outputs or config.vocab_size
+    if outputs != needed:
+        raise ValueError(f"task {task!r} needs a model with n_outputs = {needed}, the model has {outputs}")
+    if task in ("own_index", "count") and longest > config.max_len:
+        raise ValueError(f"task {task!r} has classes up to max_len = {config.max_len}; longest length is {longest}")
+    return task, (shortest, longest)
+
+
+def _loss_and_accuracy(model: TinyTransformer, batch) -> tuple[torch.Tensor, float]:
+    logits = model(batch.tokens)[batch.scored]
+    targets = batch.targets[batch.scored]
+    loss = nn.functional.cross_entropy(logits, targets)
+    accuracy = (logits.argmax(dim=-1) == targets).float().mean().item()
+    return loss, accuracy
+
+
+def train(
+    model: TinyTransformer,
+    task: str,
+    *,
+    steps: int = 300,
+    batch_size: int = 32,
+    lengths: tuple[int, int] = (8, 16),
+    lr: float = 3e-3,
+    seed: int = 0,
+    offset: int = 2,
+    progress: bool = True,
+) -> History:
+    """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
+
+    Each step draws a batch of ``batch_size`` sequences whose length is drawn from
+    ``lengths`` = (shortest, longest), inclusive. ``offset`` is passed to "copy_offset".
+    """
+    task, (shortest, longest) = _check_model_task(model, task, lengths)
+    steps = _validate.integer(steps, "steps", minimum=1)
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    lr = _validate.real(lr, "lr", positive=True)
+    seed = _validate.integer(seed, "seed", minimum=0)
+    generator = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    history = History()
+    model.train()
+    bar = tqdm(range(steps), desc=f"training on {task}", disable=not progress, leave=False)
+    for _ in bar:
+        length = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
+        batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
+                           generator=generator, offset=offset)
+        loss, accuracy = _loss_and_accuracy(model, batch)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        history.loss.append(loss.item())
+        history.accuracy.append(accuracy)
+        bar.set_postfix(loss=f"{loss.item():.3f}", accuracy=f"{accuracy:.2f}", refresh=False)
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def evaluate(
+    model: TinyTransformer,
+    task: str,
+    *,
+    length: int,
+    n_batches: int = 4,
+    batch_size: int = 64,
+    seed: int = 10_000,
+    offset: int = 2,
+) -> float:
+    """Accuracy of ``model`` on fresh ``task`` sequences of exactly ``length`` tokens (scored positions)."""
+    task, _ = _check_model_task(model, task, (length, length))
+    n_batches = _validate.integer(n_batches, "n_batches", minimum=1)
+    generator = torch.Generator().manual_seed(_validate.integer(seed, "seed", minimum=0))
+    was_training = model.training
+    model.eval()
+    correct = total = 0
+    for _ in range(n_batches):
+        batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
+                           generator=generator, offset=offset)
+        logits = model(batch.tokens)[batch.scored]
+        correct += (logits.argmax(dim=-1) == batch.targets[batch.scored]).sum().item()
+        total += batch.scored.sum().item()
+    model.train(was_training)
+    return correct / total

@@ -1,0 +1,64 @@
+"""The toy tasks: targets follow the definition, batches are reproducible, bad input is named."""
+
+import pytest
+import torch
+
+from course_utils.tasks import NEEDS_POSITION, TASKS, make_batch, n_classes
+
+
+def batch(task, length=7, seed=0, **kw):
+    return make_batch(task, batch_size=5, length=length, vocab_size=6, generator=torch.Generator().manual_seed(seed), **kw)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_shapes_dtypes_and_reproducibility(task):
+    a, b = batch(task), batch(task)
+    assert a.tokens.shape == a.targets.shape == a.scored.shape == (5, 7)
+    assert a.tokens.dtype == a.targets.dtype == torch.long and a.scored.dtype == torch.bool
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.targets, b.targets)
+    assert not torch.equal(a.tokens, batch(task, seed=1).tokens)
+    assert int(a.targets.max()) < n_classes(task, vocab_size=6, max_len=7)
+
+
+def test_targets_follow_their_definitions():
+    b = batch("reverse")
+    assert torch.equal(b.targets[:, 0], b.tokens[:, -1]) and torch.equal(b.targets[:, 3], b.tokens[:, 3])
+    b = batch("previous_token")
+    assert torch.equal(b.targets[:, 1:], b.tokens[:, :-1]) and not b.scored[:, 0].any() and b.scored[:, 1:].all()
+    b = batch("copy_offset", offset=3)
+    assert torch.equal(b.targets[:, 3:], b.tokens[:, :-3]) and not b.scored[:, :3].any()
+    b = batch("own_index")
+    assert torch.equal(b.targets[2], torch.arange(7))
+    b = batch("count")
+    row = b.tokens[0]
+    assert all(int(b.targets[0, i]) == int((row == row[i]).sum()) for i in range(7))
+
+
+def test_count_is_the_one_task_that_does_not_need_position():
+    assert [t for t in TASKS if not NEEDS_POSITION[t]] == ["count"]
+    b = batch("count")
+    perm = torch.tensor([3, 1, 6, 0, 2, 5, 4])
+    # permuting the tokens permutes the targets: the task is permutation-equivariant
+    again = (b.tokens[:, perm, None] == b.tokens[:, None, perm]).sum(-1)
+    assert torch.equal(again, b.targets[:, perm])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, word",
+    [
+        ({"task": "sort"}, ValueError, "task"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"length": 0}, ValueError, "length"),
+        ({"length": 2.5}, TypeError, "length"),
+        ({"vocab_size": 1}, ValueError, "vocab_size"),
+        ({"generator": 3}, TypeError, "generator"),
+        ({"task": "copy_offset", "offset": 9}, ValueError, "offset"),
+        ({"batch_size": 10**6, "length": 10**3}, ValueError, "batch"),
+    ],
+)
+def test_bad_input_is_named(kwargs, error, word):
+    args = {"task": "reverse", "batch_size": 2, "length": 5, "vocab_size": 4, "generator": torch.Generator()}
+    args.update(kwargs)
+    task = args.pop("task")
+    with pytest.raises(error, match=word):
+        make_batch(task, **args)
