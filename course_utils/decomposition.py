@@ -61,3 +61,78 @@ def four_term_decomposition(x, e, y, f, w_q, w_k) -> FourTerms:
         position_token=eq @ yk.T,
         position_position=eq @ fk.T,
     )
+
+
+def model_four_terms(model, tokens: torch.Tensor, *, head: int = 0) -> FourTerms:
+    """The four terms of head ``head``'s attention logits in the first block of a TinyTransformer.
+
+    The first block sees LayerNorm(x + e), with x the token embeddings and e the (scaled) position
+    code. LayerNorm subtracts a mean (linear) and divides by one number per token, so
+    LN(x + e) = x̃ + ẽ exactly, with x̃ = γ⊙(x − mean x)/σ + β and ẽ = γ⊙(e − mean e)/σ. The
+    projection biases go with the token side. Each term is divided by √d_head, so the four add
+    up to the model's own attention logits. tokens: [n] (one sequence). Returns FourTerms [n, n].
+    """
+    from .models import TinyTransformer
+
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    config = model.config
+    if config.position == "none" or config.combine != "add":
+        raise ValueError('model must add a position code (position "sinusoidal" or "learned", combine="add")')
+    if config.n_layers < 1:
+        raise ValueError("model must have at least one block")
+    head = _validate.integer(head, "head", minimum=0)
+    if head >= config.n_heads:
+        raise ValueError(f"head must be below n_heads = {config.n_heads}, got {head}")
+    if not isinstance(tokens, torch.Tensor) or tokens.ndim != 1:
+        raise ValueError("tokens must be a 1-D tensor of token ids (one sequence)")
+    model._check_tokens(tokens[None])
+    with torch.no_grad():
+        x = model.token_embedding(tokens).double()
+        e = (config.position_scale * model.position(tokens.shape[0])).double()
+        norm = model.blocks[0].ln_attention
+        h = x + e
+        sigma = torch.sqrt(h.var(dim=-1, correction=0) + norm.eps)[:, None]
+        gamma, beta = norm.weight.double(), norm.bias.double()
+        x_tilde = gamma * (x - x.mean(dim=-1, keepdim=True)) / sigma + beta
+        e_tilde = gamma * (e - e.mean(dim=-1, keepdim=True)) / sigma
+        d, d_head = config.d_model, config.d_model // config.n_heads
+        weight, bias = model.blocks[0].attention.qkv.weight.double(), model.blocks[0].attention.qkv.bias.double()
+        rows_q = slice(head * d_head, (head + 1) * d_head)
+        rows_k = slice(d + head * d_head, d + (head + 1) * d_head)
+        # a constant 1 (token side) / 0 (position side) column carries the projection biases
+        one, zero = torch.ones(len(tokens), 1, dtype=x.dtype), torch.zeros(len(tokens), 1, dtype=x.dtype)
+        w_q = torch.cat([weight[rows_q].T, bias[rows_q][None]], dim=0)
+        w_k = torch.cat([weight[rows_k].T, bias[rows_k][None]], dim=0)
+        x_aug, e_aug = torch.cat([x_tilde, one], dim=1), torch.cat([e_tilde, zero], dim=1)
+        terms = four_term_decomposition(x_aug, e_aug, x_aug, e_aug, w_q, w_k)
+    return FourTerms(*(term / d_head**0.5 for term in terms))
+
+
+def offset_dependence(scores: torch.Tensor) -> float:
+    """How far ``scores`` [n, n] is from depending only on the offset s − t.
+
+    The largest spread (max − min) along any diagonal s − t = k: 0 for a Toeplitz matrix.
+    """
+    scores = _validate.matrix(scores, "scores")
+    n = scores.shape[0]
+    if scores.shape[1] != n:
+        raise ValueError(f"scores must be square [n, n], got {tuple(scores.shape)}")
+    spreads = [torch.diagonal(scores, k).max() - torch.diagonal(scores, k).min() for k in range(-n + 1, n)]
+    return float(torch.stack(spreads).max())
+
+
+def offset_profile(scores: torch.Tensor, offsets: range) -> torch.Tensor:
+    """Mean of ``scores`` [..., n, n] along each diagonal s − t = k, for k in ``offsets``.
+
+    Leading dimensions (e.g. a batch of sequences) are averaged too. Returns [len(offsets)].
+    """
+    scores = _validate.float_tensor(scores, "scores", min_dims=2)
+    n = scores.shape[-1]
+    if scores.shape[-2] != n:
+        raise ValueError(f"scores must be square in its last two dimensions, got {tuple(scores.shape)}")
+    if not isinstance(offsets, range) or not len(offsets):
+        raise TypeError("offsets must be a non-empty range of offsets k = s - t")
+    if max(abs(offsets.start), abs(offsets[-1])) >= n:
+        raise ValueError(f"offsets must lie within -(n-1) .. n-1 = {n - 1}, got {offsets}")
+    return torch.stack([torch.diagonal(scores, k, dim1=-2, dim2=-1).mean() for k in offsets])

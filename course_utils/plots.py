@@ -37,3 +37,108 @@ def attention_heatmap(weights: torch.Tensor, labels: Sequence[str], *, title: st
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
     return ax
+
+
+def code_heatmap(code: torch.Tensor, *, title: str, ax=None, signed: bool = True):
+    """Draw a position code [n_positions, width] with position t down and dimension i across.
+
+    signed=True uses a diverging map (RdBu) centred on 0 for codes in [-1, 1]; signed=False
+    uses viridis for magnitudes. Returns the matplotlib Axes.
+    """
+    code = _validate.matrix(code, "code")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.6))
+    values = code.detach().cpu().numpy()
+    if signed:
+        limit = max(float(abs(values).max()), 1e-12)
+        image = ax.imshow(values, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    else:
+        image = ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
+    ax.set_xlabel("dimension i")
+    ax.set_ylabel("position t")
+    ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="value")
+    return ax
+
+
+def similarity_vs_offset(codes: dict, *, title: str, reference: int = 0, normalise: bool = False, ax=None):
+    """Plot PE(reference) · PE(reference + k) against the offset k, one line per code.
+
+    codes: {label: code [n_positions, width]}. normalise=True divides by the norms (cosine
+    similarity). Returns the matplotlib Axes.
+    """
+    if not isinstance(codes, dict) or not codes:
+        raise TypeError("codes must be a non-empty dict {label: code tensor [n_positions, width]}")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    reference = _validate.integer(reference, "reference", minimum=0)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.6))
+    for label, code in codes.items():
+        code = _validate.matrix(code, f"codes[{label!r}]").detach().cpu().double()
+        if reference >= code.shape[0]:
+            raise ValueError(f"reference must be a row of every code; codes[{label!r}] has {code.shape[0]} rows")
+        rows = code[reference:]
+        values = rows @ rows[0]
+        if normalise:
+            values = values / (rows.norm(dim=1) * rows[0].norm()).clamp_min(1e-12)
+        ax.plot(range(len(values)), values.numpy(), label=str(label))
+    ax.set_xlabel("offset k")
+    ax.set_ylabel("cosine similarity" if normalise else "dot product PE(t)·PE(t+k)")
+    ax.set_title(title)
+    if len(codes) > 1:
+        ax.legend(frameon=False)
+    return ax
+
+
+def matrix_heatmap(matrix: torch.Tensor, *, title: str, ax=None, xlabel: str = "input dimension j",
+                   ylabel: str = "output dimension i"):
+    """Draw a signed matrix [n, m] (e.g. the offset map M_k) as a heatmap, entry (i, j) at row i, column j.
+
+    Diverging map (RdBu) centred on 0, symmetric limits; blue is positive, red negative.
+    Returns the matplotlib Axes.
+    """
+    matrix = _validate.matrix(matrix, "matrix")
+    for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a string, got {type(text).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.4, 3.6))
+    values = matrix.detach().cpu().double().numpy()
+    limit = max(float(abs(values).max()), 1e-12)
+    image = ax.imshow(values, cmap="RdBu", vmin=-limit, vmax=limit, interpolation="nearest")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="entry")
+    return ax
+
+
+def four_term_heatmaps(terms, *, title: str, xlabel: str = "key position s", ylabel: str = "query position t"):
+    """Draw the four terms of a FourTerms and their sum side by side, on one shared colour scale.
+
+    Diverging map (RdBu) centred on 0, so a term's contribution can be compared across panels.
+    Returns the matplotlib Figure.
+    """
+    from .decomposition import FourTerms
+
+    if not isinstance(terms, FourTerms):
+        raise TypeError(f"terms must be a FourTerms (from four_term_decomposition), got {type(terms).__name__}")
+    for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a string, got {type(text).__name__}")
+    panels = [*terms, terms.total()]
+    names = ["token–token", "token–position", "position–token", "position–position", "sum = logits"]
+    limit = max(float(p.detach().abs().max()) for p in panels) or 1.0
+    fig, axes = plt.subplots(1, 5, figsize=(13, 3.0), sharey=True)
+    for ax, panel, name in zip(axes, panels, names):
+        image = ax.imshow(panel.detach().cpu().double().numpy(), cmap="RdBu", vmin=-limit, vmax=limit,
+                          interpolation="nearest")
+        ax.set_title(name)
+        ax.set_xlabel(xlabel)
+    axes[0].set_ylabel(ylabel)
+    fig.colorbar(image, ax=list(axes), fraction=0.015, pad=0.01, label="logit contribution")
+    fig.suptitle(title)
+    return fig

@@ -3,14 +3,20 @@
 From the angle-addition formulas, each (sin, cos) pair of frequency ω is rotated by ωk:
     sin(ω(t+k)) =  cos(ωk)·sin(ωt) + sin(ωk)·cos(ωt)
     cos(ω(t+k)) = -sin(ωk)·sin(ωt) + cos(ωk)·cos(ωt)
+
+offset_matrix builds M_k from k alone; least_squares_map asks whether *any* linear map sends
+one code to another (it does not for a sine-only code); fit_offset_map learns M_k from examples.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+from torch import nn
 
 from . import _validate
-from .encodings import frequencies, pair_columns
+from .encodings import frequencies, pair_columns, sinusoidal_encoding
 
 
 def offset_matrix(
@@ -41,3 +47,79 @@ def offset_matrix(
     m[c, s] = -sin
     m[c, c] = cos
     return m.to(dtype)
+
+
+def least_squares_map(source: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """The best linear map A with A @ source[t] ≈ target[t] over all rows t, and how good it is.
+
+    source: [n, d_in], target: [n, d_out], one example per row. Solves the least-squares
+    problem in float64. Returns (A [d_out, d_in] float64, relative residual
+    ||source @ A.T - target|| / ||target|| in Frobenius norm, a float: 0 means exact).
+    """
+    source = _validate.matrix(source, "source").detach().to(torch.float64)
+    target = _validate.matrix(target, "target").detach().to(torch.float64)
+    if source.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"source and target must have the same number of rows (one pair per row), "
+            f"got source {tuple(source.shape)}, target {tuple(target.shape)}"
+        )
+    scale = target.norm()
+    if scale == 0:
+        raise ValueError("target must not be all zeros: the relative residual would divide by zero")
+    solution = torch.linalg.lstsq(source, target, driver="gelsd").solution  # [d_in, d_out]
+    residual = (source @ solution - target).norm() / scale
+    return solution.T.contiguous(), float(residual)
+
+
+def fit_offset_map(
+    k: float,
+    d_model: int,
+    *,
+    steps: int = 200,
+    lr: float = 0.1,
+    n_positions: int = 256,
+    max_position: float | None = None,
+    seed: int = 0,
+    base: float = 10_000.0,
+    layout: str = "interleaved",
+) -> tuple[torch.Tensor, list[float]]:
+    """Learn M_k from examples: a bias-free ``nn.Linear`` trained by gradient descent on (PE(t), PE(t+k)).
+
+    Draws ``n_positions`` real positions t uniformly from [0, max_position) — by default one full
+    period of the slowest (sin, cos) pair, 2π/ω_min, so every pair turns all the way round — and
+    minimises the mean over t of |W PE(t) - PE(t+k)|² with full-batch gradient descent (W ← W − lr·∂loss/∂W)
+    from a random start. Deterministic for a given ``seed``; leaves the global
+    random state alone; float64 throughout. Returns (the learned W [d_model, d_model], the loss
+    before each of the ``steps`` updates, a list of floats).
+    """
+    k = _validate.real(k, "k")
+    d_model = _validate.d_model(d_model)
+    steps = _validate.integer(steps, "steps", minimum=1)
+    lr = _validate.real(lr, "lr", positive=True)
+    n_positions = _validate.integer(n_positions, "n_positions", minimum=1)
+    _validate.size_budget(n_positions * d_model, "the training positions")
+    seed = _validate.integer(seed, "seed", minimum=0)
+    omega = frequencies(d_model, base=base)
+    if max_position is None:
+        max_position = 2 * math.pi / omega[-1].item()
+    max_position = _validate.real(max_position, "max_position", positive=True)
+
+    generator = torch.Generator().manual_seed(seed)
+    t = torch.rand(n_positions, generator=generator, dtype=torch.float64) * max_position
+    inputs = sinusoidal_encoding(t, d_model, base=base, layout=layout, dtype=torch.float64)
+    targets = sinusoidal_encoding(t + k, d_model, base=base, layout=layout, dtype=torch.float64)
+
+    layer = nn.utils.skip_init(nn.Linear, d_model, d_model, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(d_model, d_model, generator=generator, dtype=torch.float64) / math.sqrt(d_model))
+    losses = []
+    for _ in range(steps):
+        loss = ((layer(inputs) - targets) ** 2).sum(dim=-1).mean()
+        loss.backward()
+        with torch.no_grad():  # one step of plain gradient descent: W <- W - lr * dL/dW
+            layer.weight -= lr * layer.weight.grad
+        layer.weight.grad = None
+        losses.append(loss.item())
+        if not math.isfinite(losses[-1]):
+            raise ValueError(f"training diverged (loss {losses[-1]}): lower lr, got lr = {lr}")
+    return layer.weight.detach().clone(), losses

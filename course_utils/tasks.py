@@ -55,24 +55,31 @@ def make_batch(
     vocab_size: int,
     generator: torch.Generator,
     offset: int = 2,
+    bos: bool = False,
 ) -> Batch:
     """One batch of ``task`` with sequences of ``length`` tokens drawn from 0 .. vocab_size-1.
 
-    ``offset`` is the shift of "copy_offset". ``generator`` (a torch.Generator) makes the batch
-    reproducible. Returns a Batch, each field [batch_size, length].
+    ``offset`` is the shift of "copy_offset". With ``bos=True`` every sequence starts with a
+    marker token 0 (beginning of sequence) and the other tokens are drawn from 1 .. vocab_size-1.
+    ``generator`` (a torch.Generator) makes the batch reproducible. Returns a Batch, each field
+    [batch_size, length].
     """
     task = _validate.choice(task, "task", TASKS)
     batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     length = _validate.integer(length, "length", minimum=1)
     vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2)
     offset = _validate.integer(offset, "offset", minimum=1)
+    if not isinstance(bos, bool):
+        raise TypeError(f"bos must be True or False, got {bos!r}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     _validate.size_budget(batch_size * length, "the batch")
     if task == "copy_offset" and offset >= length:
         raise ValueError(f"offset must be smaller than length for copy_offset, got offset {offset}, length {length}")
 
-    tokens = torch.randint(0, vocab_size, (batch_size, length), generator=generator)
+    tokens = torch.randint(1 if bos else 0, vocab_size, (batch_size, length), generator=generator)
+    if bos:
+        tokens[:, 0] = 0
     position = torch.arange(length).expand(batch_size, length)
     scored = torch.ones(batch_size, length, dtype=torch.bool)
     if task == "reverse":

@@ -70,12 +70,14 @@ def train(
     lr: float = 3e-3,
     seed: int = 0,
     offset: int = 2,
+    bos: bool = False,
     progress: bool = True,
 ) -> History:
     """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
 
     Each step draws a batch of ``batch_size`` sequences whose length is drawn from
-    ``lengths`` = (shortest, longest), inclusive. ``offset`` is passed to "copy_offset".
+    ``lengths`` = (shortest, longest), inclusive. ``offset`` (for "copy_offset") and ``bos``
+    (start every sequence with marker token 0) are passed to make_batch.
     """
     task, (shortest, longest) = _check_model_task(model, task, lengths)
     steps = _validate.integer(steps, "steps", minimum=1)
@@ -90,7 +92,7 @@ def train(
     for _ in bar:
         length = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
         batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
-                           generator=generator, offset=offset)
+                           generator=generator, offset=offset, bos=bos)
         loss, accuracy = _loss_and_accuracy(model, batch)
         optimiser.zero_grad()
         loss.backward()
@@ -112,6 +114,7 @@ def evaluate(
     batch_size: int = 64,
     seed: int = 10_000,
     offset: int = 2,
+    bos: bool = False,
 ) -> float:
     """Accuracy of ``model`` on fresh ``task`` sequences of exactly ``length`` tokens (scored positions)."""
     task, _ = _check_model_task(model, task, (length, length))
@@ -122,7 +125,7 @@ def evaluate(
     correct = total = 0
     for _ in range(n_batches):
         batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
-                           generator=generator, offset=offset)
+                           generator=generator, offset=offset, bos=bos)
         logits = model(batch.tokens)[batch.scored]
         correct += (logits.argmax(dim=-1) == batch.targets[batch.scored]).sum().item()
         total += batch.scored.sum().item()

@@ -14,7 +14,15 @@ from conftest import LESSONS
 
 MACHINE_PATH = re.compile(r"(/root/|/home/|/tmp/|/Users/|/work/|site-packages|C:\\\\Users)")
 MEMORY_ADDRESS = re.compile(r"at 0x[0-9a-fA-F]{6,}")
-EXPECTED_LESSONS = ["00_start_here.ipynb", "01_permutation_equivariance.ipynb"]
+EXPECTED_LESSONS = [
+    "00_start_here.ipynb",
+    "01_permutation_equivariance.ipynb",
+    "02_naive_position_codes.ipynb",
+    "03_sinusoidal_encoding.ipynb",
+    "04_relative_offset_linear_map.ipynb",
+    "05_add_or_concatenate.ipynb",
+    "06_four_term_decomposition.ipynb",
+]
 
 
 def _code_cells(nb):

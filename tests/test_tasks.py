@@ -62,3 +62,10 @@ def test_bad_input_is_named(kwargs, error, word):
     task = args.pop("task")
     with pytest.raises(error, match=word):
         make_batch(task, **args)
+
+
+def test_bos_marks_the_first_token_only():
+    b = batch("own_index", bos=True)
+    assert (b.tokens[:, 0] == 0).all() and (b.tokens[:, 1:] > 0).all()
+    with pytest.raises(TypeError, match="bos"):
+        batch("own_index", bos="yes")

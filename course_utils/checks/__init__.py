@@ -9,5 +9,15 @@ matches a mistake the check knows (a missing scale, a transposed matrix, ...), i
 """
 
 from .attention import check_attention, check_causal_mask, check_permutation_matrix, check_softmax
+from .combine import check_as_addition, check_block_parameters, check_cosine_similarity
+from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
+from .decomposition import check_is_offset_only, check_token_position_term
+from .encodings import check_offset_similarity, check_sinusoidal_encoding, check_wavelengths
+from .relative import check_offset_map, check_rotation_block
 
-__all__ = ["check_attention", "check_causal_mask", "check_permutation_matrix", "check_softmax"]
+__all__ = ["check_as_addition", "check_block_parameters", "check_cosine_similarity",
+           "check_attention", "check_causal_mask", "check_permutation_matrix", "check_softmax",
+           "check_binary_code", "check_hamming_distance", "check_normalised_positions",
+           "check_offset_similarity", "check_sinusoidal_encoding", "check_wavelengths",
+           "check_offset_map", "check_rotation_block",
+           "check_is_offset_only", "check_token_position_term"]
