@@ -3,50 +3,77 @@
 A lesson imports what it needs from here:
 
     from course_utils import setup, sinusoidal_encoding, attention
+
+One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
+combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10),
+with attention, models, tasks, training, probes, plots, display and session shared by all, and
+checks for the homework.
 """
 
 from .attention import attention, causal_mask
-from .combine import (Recovery, block_parameters, cosine_spread, effective_rank, principal_angles,
-                      principal_directions, share_in_subspace, token_recovery)
-from .decomposition import FourTerms, four_term_decomposition, model_four_terms, offset_dependence, offset_profile
+from .attention_positions import alibi_bias, alibi_slopes, RelativeBias, rope_rotate
+from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
+                     with_mask)
+from .combine import (block_parameters, cosine_spread, effective_rank, principal_angles,
+                      principal_directions, Recovery, share_in_subspace, token_recovery)
+from .decomposition import (four_term_decomposition, FourTerms, model_four_terms, offset_dependence,
+                            offset_profile)
 from .display import rounded
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
-from .models import ModelConfig, TinyTransformer, count_parameters
+from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
+                     ResidualFeatures, steps_to_accuracy)
+from .learned import (add_learned_code, cosine_similarity_matrix, far_similarity, initialise_table,
+                      neighbour_similarity)
+from .models import count_parameters, ModelConfig, TinyTransformer
 from .naive import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
+from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_curves, matrix_heatmap,
+                    similarity_vs_offset)
 from .probes import linear_probe, variance_explained
-from .plots import attention_heatmap, code_heatmap, four_term_heatmaps, matrix_heatmap, similarity_vs_offset
 from .relative import fit_offset_map, least_squares_map, offset_matrix
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
-from .training import evaluate, train
+from .training import accuracy_by_position, evaluate, train
 
 __all__ = [
-    "Recovery", "block_parameters", "cosine_spread", "effective_rank", "principal_angles",
-    "principal_directions", "share_in_subspace", "token_recovery",
-    "FourTerms",
-    "ModelConfig",
-    "TinyTransformer",
-    "count_parameters",
-    "evaluate",
-    "linear_probe",
-    "make_batch",
-    "n_classes",
-    "train",
-    "variance_explained",
+    "accuracy_by_position",
+    "add_learned_code",
+    "alibi_bias",
+    "alibi_slopes",
     "attention",
     "attention_heatmap",
+    "attention_to_first",
     "binary_encoding",
+    "block_parameters",
+    "bos_weight",
     "causal_mask",
     "code_heatmap",
+    "cosine_similarity_matrix",
+    "cosine_spread",
+    "count_parameters",
+    "effective_rank",
     "environment_report",
+    "evaluate",
+    "far_similarity",
+    "fit_bos_bias",
     "fit_offset_map",
     "four_term_decomposition",
     "four_term_heatmaps",
-    "model_four_terms",
+    "FourTerms",
     "frequencies",
+    "initialise_table",
     "integer_encoding",
+    "layer_curves",
+    "layer_profile",
+    "LayerProfile",
     "least_squares_map",
+    "linear_probe",
+    "make_batch",
     "matrix_heatmap",
+    "model_four_terms",
+    "ModelConfig",
+    "moving_average",
+    "n_classes",
+    "neighbour_similarity",
     "normalised_encoding",
     "offset_dependence",
     "offset_matrix",
@@ -54,9 +81,26 @@ __all__ = [
     "offset_similarity",
     "one_hot_encoding",
     "pair_columns",
+    "permutation_gap",
+    "position_labels",
+    "principal_angles",
+    "principal_directions",
+    "Recovery",
+    "RelativeBias",
+    "residual_features",
+    "ResidualFeatures",
+    "rope_rotate",
     "rounded",
     "setup",
+    "share_in_subspace",
     "similarity_vs_offset",
     "sinusoidal_encoding",
+    "steps_to_accuracy",
+    "TinyTransformer",
+    "token_recovery",
+    "train",
+    "uniform_causal_weights",
+    "variance_explained",
+    "with_mask",
 ]
 __version__ = "0.1.0"

@@ -77,8 +77,10 @@ def model_four_terms(model, tokens: torch.Tensor, *, head: int = 0) -> FourTerms
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     config = model.config
-    if config.position == "none" or config.combine != "add":
-        raise ValueError('model must add a position code (position "sinusoidal" or "learned", combine="add")')
+    from .models import INPUT_CODES
+
+    if config.position not in INPUT_CODES or config.combine != "add":
+        raise ValueError('model must add an input position code (e.g. position="sinusoidal", combine="add")')
     if config.n_layers < 1:
         raise ValueError("model must have at least one block")
     head = _validate.integer(head, "head", minimum=0)
@@ -118,6 +120,7 @@ def offset_dependence(scores: torch.Tensor) -> float:
     n = scores.shape[0]
     if scores.shape[1] != n:
         raise ValueError(f"scores must be square [n, n], got {tuple(scores.shape)}")
+    scores = scores.detach()
     spreads = [torch.diagonal(scores, k).max() - torch.diagonal(scores, k).min() for k in range(-n + 1, n)]
     return float(torch.stack(spreads).max())
 
@@ -133,6 +136,7 @@ def offset_profile(scores: torch.Tensor, offsets: range) -> torch.Tensor:
         raise ValueError(f"scores must be square in its last two dimensions, got {tuple(scores.shape)}")
     if not isinstance(offsets, range) or not len(offsets):
         raise TypeError("offsets must be a non-empty range of offsets k = s - t")
+    scores = scores.detach()
     if max(abs(offsets.start), abs(offsets[-1])) >= n:
         raise ValueError(f"offsets must lie within -(n-1) .. n-1 = {n - 1}, got {offsets}")
     return torch.stack([torch.diagonal(scores, k, dim1=-2, dim2=-1).mean() for k in offsets])

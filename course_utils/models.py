@@ -1,6 +1,10 @@
-"""A tiny transformer whose position code is a switch: none, sinusoidal or learned.
+"""A tiny transformer whose position code is a switch.
 
     tokens → token embedding ⊕ A·position code → n_layers pre-LN blocks → LayerNorm → head
+
+Input codes (added or concatenated once at the input): "sinusoidal", "learned", and lesson 02's
+"integer" and "normalised". Attention codes (inside every attention layer instead): "rope",
+"alibi" and "relative". "none" gives the model no position information at all.
 
 ⊕ is "add" (the code has width d_model) or "concat" (the token embedding gets d_model - d_position
 columns and the code d_position, so the residual stream is still d_model wide). Fixed codes are
@@ -17,9 +21,13 @@ from torch import nn
 
 from . import _validate
 from .attention import causal_mask, scaled_dot_product
+from .attention_positions import RelativeBias, alibi_bias, rope_rotate
 from .encodings import sinusoidal_encoding
+from .naive import integer_encoding, normalised_encoding
 
-POSITIONS = ("none", "sinusoidal", "learned")
+INPUT_CODES = ("sinusoidal", "learned", "integer", "normalised")
+ATTENTION_CODES = ("rope", "alibi", "relative")
+POSITIONS = ("none", *INPUT_CODES, *ATTENTION_CODES)
 COMBINES = ("add", "concat")
 
 
@@ -40,6 +48,7 @@ class ModelConfig:
     reapply_position: bool = False
     n_outputs: int | None = None
     d_ff: int | None = None
+    relative_max_distance: int = 8
 
     def __post_init__(self):
         _validate.integer(self.vocab_size, "vocab_size", minimum=1)
@@ -54,9 +63,12 @@ class ModelConfig:
         _validate.real(self.position_scale, "position_scale")
         if not isinstance(self.causal, bool) or not isinstance(self.reapply_position, bool):
             raise TypeError("causal and reapply_position must be True or False")
+        _validate.integer(self.relative_max_distance, "relative_max_distance", minimum=1)
+        if self.position in ATTENTION_CODES and (self.combine != "add" or self.reapply_position):
+            raise ValueError(f'position="{self.position}" acts inside attention: use combine="add", reapply_position=False')
         if self.combine == "concat":
             if self.position == "none":
-                raise ValueError('combine="concat" needs a position code; use position="sinusoidal" or "learned"')
+                raise ValueError('combine="concat" needs an input position code such as position="sinusoidal"')
             if self.d_position is None:
                 raise ValueError('combine="concat" needs d_position, the width of the code (an even number < d_model)')
             _validate.d_model(self.d_position, "d_position")
@@ -117,37 +129,80 @@ class LearnedPosition(nn.Module):
         return self.table.weight[:n]
 
 
-POSITION_CODES = {"sinusoidal": SinusoidalPosition, "learned": LearnedPosition}
+class ScalarPosition(nn.Module):
+    """Lesson 02's one-number codes, fed in along a learned direction w: row t is c(t)·w.
+
+    c(t) = t ("integer") or t/(n-1) ("normalised", n the sequence length). The direction matters:
+    lesson 02's t·(1, ..., 1) would be invisible here, because every LayerNorm subtracts each
+    vector's mean and so removes anything along (1, ..., 1).
+    """
+
+    def __init__(self, width: int, max_len: int, *, normalised: bool):
+        super().__init__()
+        self.normalised = normalised
+        self.direction = nn.Parameter(torch.randn(width) / width**0.5)
+
+    def forward(self, n: int) -> torch.Tensor:
+        if self.normalised:
+            scalar = torch.zeros(1, 1) if n == 1 else normalised_encoding(n, 1, length=n)
+        else:
+            scalar = integer_encoding(n, 1)
+        return scalar * self.direction
+
+
+class IntegerPosition(ScalarPosition):
+    """The integer position t times a learned direction: unbounded."""
+
+    def __init__(self, width: int, max_len: int):
+        super().__init__(width, max_len, normalised=False)
+
+
+class NormalisedPosition(ScalarPosition):
+    """t/(n-1) times a learned direction: in [0, 1], but one step is 1/(n-1) at every length n."""
+
+    def __init__(self, width: int, max_len: int):
+        super().__init__(width, max_len, normalised=True)
+
+
+POSITION_CODES = {
+    "sinusoidal": SinusoidalPosition,
+    "learned": LearnedPosition,
+    "integer": IntegerPosition,
+    "normalised": NormalisedPosition,
+}
 
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention. x [batch, n, d_model] → (out [batch, n, d_model], weights, logits)."""
 
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, *, rope: bool = False):
         super().__init__()
         self.n_heads = n_heads
+        self.rope = rope
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None):
         batch, n, d = x.shape
         q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
-        heads, weights, logits = scaled_dot_product(q, k, v, mask)  # [batch, heads, n, d_head]
+        if self.rope:
+            q, k = rope_rotate(q), rope_rotate(k)
+        heads, weights, logits = scaled_dot_product(q, k, v, mask, bias)  # [batch, heads, n, d_head]
         return self.out(heads.transpose(1, 2).reshape(batch, n, d)), weights, logits
 
 
 class Block(nn.Module):
     """Pre-LN transformer block: x + attention(LN(x)), then + MLP(LN(·))."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, rope: bool = False):
         super().__init__()
         self.ln_attention = nn.LayerNorm(d_model)
-        self.attention = SelfAttention(d_model, n_heads)
+        self.attention = SelfAttention(d_model, n_heads, rope=rope)
         self.ln_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None):
-        update, weights, logits = self.attention(self.ln_attention(x), mask)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None):
+        update, weights, logits = self.attention(self.ln_attention(x), mask, bias)
         x = x + update
         return x + self.mlp(self.ln_mlp(x)), weights, logits
 
@@ -170,9 +225,13 @@ class TinyTransformer(nn.Module):
             torch.manual_seed(seed)
             token_width = d - width if config.combine == "concat" else d
             self.token_embedding = nn.Embedding(config.vocab_size, token_width)
-            self.position = None if config.position == "none" else POSITION_CODES[config.position](width, config.max_len)
+            code = POSITION_CODES.get(config.position)
+            self.position = None if code is None else code(width, config.max_len)
+            self.relative_bias = (RelativeBias(config.n_heads, config.relative_max_distance)
+                                  if config.position == "relative" else None)
             d_ff = config.d_ff or 4 * d
-            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff) for _ in range(config.n_layers))
+            rope = config.position == "rope"
+            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff, rope=rope) for _ in range(config.n_layers))
             self.ln_final = nn.LayerNorm(d)
             self.head = nn.Linear(d, config.n_outputs or config.vocab_size)
 
@@ -186,17 +245,26 @@ class TinyTransformer(nn.Module):
             return torch.cat([x, code.expand(tokens.shape[0], -1, -1)], dim=-1)
         return x + code
 
+    def attention_bias(self, n: int) -> torch.Tensor | None:
+        """The logit bias [n_heads, n, n] that ALiBi or a relative bias adds in every layer (else None)."""
+        if self.config.position == "alibi":
+            return alibi_bias(n, self.config.n_heads)
+        if self.relative_bias is not None:
+            return self.relative_bias(n)
+        return None
+
     def forward(self, tokens: torch.Tensor, *, details: bool = False):
         tokens = self._check_tokens(tokens)
         n = tokens.shape[1]
         mask = causal_mask(n).to(tokens.device) if self.config.causal else None
+        bias = self.attention_bias(n)
         x = self.embed(tokens)
         out = ModelOutput(logits=torch.empty(0))
         out.residuals.append(x)
         for index, block in enumerate(self.blocks):
             if index and self.config.reapply_position and self.position is not None:
                 x = x + self.config.position_scale * self.position(n)
-            x, weights, logits = block(x, mask)
+            x, weights, logits = block(x, mask, bias)
             if details:
                 out.residuals.append(x)
                 out.attention_logits.append(logits)

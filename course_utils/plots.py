@@ -142,3 +142,45 @@ def four_term_heatmaps(terms, *, title: str, xlabel: str = "key position s", yla
     fig.colorbar(image, ax=list(axes), fraction=0.015, pad=0.01, label="logit contribution")
     fig.suptitle(title)
     return fig
+
+
+def layer_curves(curves: dict, *, title: str, ylabel: str, ax=None, chance: float | None = None,
+                 ylim: tuple[float, float] | None = (0.0, 1.03)):
+    """Plot one number per layer, one line per label: {label: [value at input, after block 1, ...]}.
+
+    x is the layer (0 = the input to the first block, ℓ = after block ℓ). Each line gets its own
+    colour (viridis) and marker, so the lines stay apart in grey or for colour-blind readers.
+    ``chance`` draws a dashed reference line. Returns the matplotlib Axes.
+    """
+    if not isinstance(curves, dict) or not curves:
+        raise TypeError("curves must be a non-empty dict {label: sequence of one number per layer}")
+    for name, text in (("title", title), ("ylabel", ylabel)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a string, got {type(text).__name__}")
+    rows = {}
+    for label, values in curves.items():
+        try:
+            rows[label] = [float(v) for v in values]
+        except (TypeError, ValueError):
+            raise TypeError(f"curves[{label!r}] must be a sequence of numbers") from None
+    lengths = {len(v) for v in rows.values()}
+    if len(lengths) != 1 or 0 in lengths:
+        raise ValueError(f"curves must all have the same, non-zero number of layers, got lengths {sorted(lengths)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 3.6))
+    n_points = lengths.pop()
+    colours = plt.cm.viridis([0.0, 0.5, 0.82, 0.3, 0.65][: len(rows)] if len(rows) <= 5
+                             else [i / (len(rows) - 1) * 0.9 for i in range(len(rows))])
+    markers = "osD^vP*X"
+    for i, ((label, values), colour) in enumerate(zip(rows.items(), colours)):
+        ax.plot(range(n_points), values, marker=markers[i % len(markers)], color=colour, label=str(label))
+    if chance is not None:
+        ax.axhline(_validate.real(chance, "chance"), color="0.5", linestyle="--", linewidth=1, label="chance")
+    ax.set_xticks(range(n_points), ["input", *(str(i) for i in range(1, n_points))])
+    ax.set_xlabel("layer (input, then after block ℓ)")
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title)
+    ax.legend(frameon=False, fontsize=9)
+    return ax

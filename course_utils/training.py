@@ -131,3 +131,26 @@ def evaluate(
         total += batch.scored.sum().item()
     model.train(was_training)
     return correct / total
+
+
+@torch.no_grad()
+def accuracy_by_position(model: TinyTransformer, task: str, *, length: int, bos: bool = False,
+                         batch_size: int = 256, seed: int = 10_000) -> torch.Tensor:
+    """Accuracy at each position 0 .. length-1 on one fresh batch of ``task``. Returns [length].
+
+    Positions that the task does not score (e.g. position 0 of "previous_token") are NaN.
+    """
+    length = _validate.integer(length, "length", minimum=1)
+    task, _ = _check_model_task(model, task, (length, length))
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    seed = _validate.integer(seed, "seed", minimum=0)
+    if not isinstance(bos, bool):
+        raise TypeError(f"bos must be True or False, got {bos!r}")
+    batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
+                       generator=torch.Generator().manual_seed(seed), bos=bos)
+    was_training = model.training
+    model.eval()
+    correct = (model(batch.tokens).argmax(dim=-1) == batch.targets).double()
+    model.train(was_training)
+    correct[~batch.scored] = float("nan")
+    return correct.nanmean(dim=0)

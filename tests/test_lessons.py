@@ -22,6 +22,10 @@ EXPECTED_LESSONS = [
     "04_relative_offset_linear_map.ipynb",
     "05_add_or_concatenate.ipynb",
     "06_four_term_decomposition.ipynb",
+    "07_learned_position_embeddings.ipynb",
+    "08_position_through_the_layers.ipynb",
+    "09_causal_masks_and_implicit_position.ipynb",
+    "10_beyond_absolute.ipynb",
 ]
 
 

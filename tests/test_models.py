@@ -99,7 +99,8 @@ def test_sinusoidal_code_extends_past_max_len_but_learned_refuses():
     [
         ({"d_model": 15}, ValueError, "d_model"),
         ({"n_heads": 3}, ValueError, "n_heads"),
-        ({"position": "rope"}, ValueError, "position"),
+        ({"position": "wavelet"}, ValueError, "position"),
+        ({"position": "rope", "combine": "concat", "d_position": 4}, ValueError, "inside attention"),
         ({"combine": "multiply"}, ValueError, "combine"),
         ({"combine": "concat"}, ValueError, "d_position"),
         ({"combine": "concat", "d_position": 16}, ValueError, "d_position"),

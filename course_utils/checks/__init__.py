@@ -9,15 +9,41 @@ matches a mistake the check knows (a missing scale, a transposed matrix, ...), i
 """
 
 from .attention import check_attention, check_causal_mask, check_permutation_matrix, check_softmax
+from .attention_positions import check_alibi_bias, check_rope_rotate
+from .causal import check_bos_share, check_uniform_causal_weights
 from .combine import check_as_addition, check_block_parameters, check_cosine_similarity
-from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .decomposition import check_is_offset_only, check_token_position_term
 from .encodings import check_offset_similarity, check_sinusoidal_encoding, check_wavelengths
+from .layers import check_position_labels, check_variance_explained_by
+from .learned import check_add_learned_code, check_cosine_similarity_matrix, check_neighbour_similarity
+from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .relative import check_offset_map, check_rotation_block
 
-__all__ = ["check_as_addition", "check_block_parameters", "check_cosine_similarity",
-           "check_attention", "check_causal_mask", "check_permutation_matrix", "check_softmax",
-           "check_binary_code", "check_hamming_distance", "check_normalised_positions",
-           "check_offset_similarity", "check_sinusoidal_encoding", "check_wavelengths",
-           "check_offset_map", "check_rotation_block",
-           "check_is_offset_only", "check_token_position_term"]
+__all__ = [
+    "check_add_learned_code",
+    "check_alibi_bias",
+    "check_as_addition",
+    "check_attention",
+    "check_binary_code",
+    "check_block_parameters",
+    "check_bos_share",
+    "check_causal_mask",
+    "check_cosine_similarity",
+    "check_cosine_similarity_matrix",
+    "check_hamming_distance",
+    "check_is_offset_only",
+    "check_neighbour_similarity",
+    "check_normalised_positions",
+    "check_offset_map",
+    "check_offset_similarity",
+    "check_permutation_matrix",
+    "check_position_labels",
+    "check_rope_rotate",
+    "check_rotation_block",
+    "check_sinusoidal_encoding",
+    "check_softmax",
+    "check_token_position_term",
+    "check_uniform_causal_weights",
+    "check_variance_explained_by",
+    "check_wavelengths",
+]
