@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -12,3 +13,41 @@ LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+def verdict(capsys, check, answer) -> tuple[bool, str]:
+    """Run a homework check and assert its contract: it returns a bool and prints exactly one
+    line, "✅ Correct…" when it returns True and "❌ Not yet:…" when it returns False, and nothing
+    on stderr. Returns (result, the line)."""
+    capsys.readouterr()  # drop anything printed before
+    result = check(answer)
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert out.err == ""
+    assert len(lines) == 1, f"expected one line, got {lines!r}"
+    assert type(result) is bool
+    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
+    return result, lines[0]
+
+
+def raises_not_implemented(*args):
+    raise NotImplementedError()
+
+
+def raises_value_error(*args):
+    raise ValueError("boom")
+
+
+# Answers a learner might hand a check that are not answers at all; every check must say "❌"
+# to each of them and never raise. Test files add junk shaped for their own checks.
+COMMON_JUNK = {
+    "None": lambda *a: None,
+    "int": lambda *a: 3,
+    "text": lambda *a: "text",
+    "not implemented": raises_not_implemented,
+    "value error": raises_value_error,
+    "nan": lambda *a: float("nan"),
+    "tuple": lambda *a: (1.0, 2.0),
+    "wrong shape": lambda *a: torch.zeros(3, 5, 7),
+    "complex": lambda *a: torch.zeros(2, dtype=torch.complex64),
+}

@@ -13,23 +13,7 @@ import pytest
 import torch
 
 from course_utils.checks import check_attention, check_causal_mask, check_permutation_matrix, check_softmax
-
-
-def verdict(capsys, check, answer) -> tuple[bool, str]:
-    """Run a check, assert the one-line contract, return (result, the line)."""
-    capsys.readouterr()  # drop anything printed before
-    result = check(answer)
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert out.err == ""
-    assert len(lines) == 1, f"expected one line, got {lines!r}"
-    assert type(result) is bool
-    line = lines[0]
-    if result:
-        assert line.startswith("✅ Correct")
-    else:
-        assert line.startswith("❌ Not yet:")
-    return result, line
+from conftest import verdict
 
 
 # --- reference answers and a right-shaped result for each check ------------------------------

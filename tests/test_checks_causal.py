@@ -7,14 +7,7 @@ import pytest
 import torch
 
 from course_utils.checks import check_bos_share, check_uniform_causal_weights
-
-
-def run(capsys, check, answer):
-    result = check(answer)
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
-    return result, lines[0]
+from conftest import verdict
 
 
 def reference_weights(n):
@@ -32,11 +25,11 @@ def reference_share(t, b):
 
 
 def test_references_pass(capsys):
-    assert run(capsys, check_uniform_causal_weights, reference_weights)[0] is True
-    assert run(capsys, check_uniform_causal_weights, softmax_weights)[0] is True
-    assert run(capsys, check_uniform_causal_weights, lambda n: reference_weights(n).double().numpy())[0] is True
-    assert run(capsys, check_bos_share, reference_share)[0] is True
-    assert run(capsys, check_bos_share, lambda t, b: torch.tensor(b).exp() / (torch.tensor(b).exp() + t))[0] is True
+    assert verdict(capsys, check_uniform_causal_weights, reference_weights)[0] is True
+    assert verdict(capsys, check_uniform_causal_weights, softmax_weights)[0] is True
+    assert verdict(capsys, check_uniform_causal_weights, lambda n: reference_weights(n).double().numpy())[0] is True
+    assert verdict(capsys, check_bos_share, reference_share)[0] is True
+    assert verdict(capsys, check_bos_share, lambda t, b: torch.tensor(b).exp() / (torch.tensor(b).exp() + t))[0] is True
 
 
 @pytest.mark.parametrize(
@@ -56,7 +49,7 @@ def test_references_pass(capsys):
     ],
 )
 def test_uniform_causal_weights_mistakes_are_named(capsys, answer, hint):
-    result, line = run(capsys, check_uniform_causal_weights, answer)
+    result, line = verdict(capsys, check_uniform_causal_weights, answer)
     assert result is False and hint in line
 
 
@@ -73,12 +66,12 @@ def test_uniform_causal_weights_mistakes_are_named(capsys, answer, hint):
     ],
 )
 def test_bos_share_mistakes_are_named(capsys, answer, hint):
-    result, line = run(capsys, check_bos_share, answer)
+    result, line = verdict(capsys, check_bos_share, answer)
     assert result is False and hint in line
 
 
 def test_division_by_zero_in_bos_share_explains_the_denominator(capsys):
-    _, line = run(capsys, check_bos_share, lambda t, b: 1 / t)
+    _, line = verdict(capsys, check_bos_share, lambda t, b: 1 / t)
     assert "denominator is e^b + t" in line
 
 
@@ -101,7 +94,7 @@ def _nan_matrix(n):
      lambda *a: np.ones((2, 2, 2))],
 )
 def test_junk_answers_give_false_and_never_raise(capsys, check, junk):
-    result, line = run(capsys, check, junk)
+    result, line = verdict(capsys, check, junk)
     assert result is False
     if junk is _raises:
         assert "NotImplementedError" in line

@@ -12,19 +12,7 @@ import pytest
 import torch
 
 from course_utils.checks import check_as_addition, check_block_parameters, check_cosine_similarity
-
-
-def verdict(capsys, check, answer) -> tuple[bool, str]:
-    """Run a check, assert the one-line contract, return (result, the line)."""
-    capsys.readouterr()
-    result = check(answer)
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert out.err == ""
-    assert len(lines) == 1, f"expected one line, got {lines!r}"
-    assert type(result) is bool
-    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
-    return result, lines[0]
+from conftest import COMMON_JUNK, raises_not_implemented, verdict
 
 
 # --- answers written the way a learner would -------------------------------------------------
@@ -148,24 +136,8 @@ def test_cosine_mistakes_are_named(capsys, name):
     assert hint in line, line
 
 
-def raises_not_implemented(*args):
-    raise NotImplementedError()
-
-
-def raises_value_error(*args):
-    raise ValueError("boom")
-
-
 JUNK = {
-    "None": lambda *a: None,
-    "int": lambda *a: 3,
-    "text": lambda *a: "text",
-    "not implemented": raises_not_implemented,
-    "value error": raises_value_error,
-    "nan": lambda *a: float("nan"),
-    "tuple": lambda *a: (1.0, 2.0),
-    "wrong shape": lambda *a: torch.zeros(3, 5, 7),
-    "complex": lambda *a: torch.zeros(2, dtype=torch.complex64),
+    **COMMON_JUNK,
     "nan tensor": lambda *a: torch.full((4,), float("nan")),
     "array of objects": lambda *a: np.array([object()]),
 }

@@ -6,14 +6,7 @@ import pytest
 import torch
 
 from course_utils.checks import check_is_offset_only, check_token_position_term
-
-
-def run(capsys, check, answer):
-    result = check(answer)
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
-    return result, lines[0]
+from conftest import verdict
 
 
 def reference_term(x, f, w_q, w_k):
@@ -27,8 +20,8 @@ def reference_offset_only(scores):
 
 
 def test_references_pass(capsys):
-    assert run(capsys, check_token_position_term, reference_term)[0] is True
-    assert run(capsys, check_is_offset_only, reference_offset_only)[0] is True
+    assert verdict(capsys, check_token_position_term, reference_term)[0] is True
+    assert verdict(capsys, check_is_offset_only, reference_offset_only)[0] is True
 
 
 @pytest.mark.parametrize(
@@ -42,7 +35,7 @@ def test_references_pass(capsys):
     ],
 )
 def test_token_position_mistakes_are_named(capsys, answer, hint):
-    result, line = run(capsys, check_token_position_term, answer)
+    result, line = verdict(capsys, check_token_position_term, answer)
     assert result is False and hint in line
 
 
@@ -64,7 +57,7 @@ def main_diagonal_only(scores):
     [(symmetric_only, "need not be symmetric"), (exact_equality, "tolerance"), (main_diagonal_only, "every diagonal")],
 )
 def test_offset_only_mistakes_are_named(capsys, answer, hint):
-    result, line = run(capsys, check_is_offset_only, answer)
+    result, line = verdict(capsys, check_is_offset_only, answer)
     assert result is False and hint in line
 
 
@@ -79,7 +72,7 @@ def _nan(*args):
 @pytest.mark.parametrize("check", [check_token_position_term, check_is_offset_only])
 @pytest.mark.parametrize("junk", [None, 3, "text", _raises, _nan, lambda *a: torch.zeros(2), lambda *a: "yes"])
 def test_junk_answers_give_false_and_never_raise(capsys, check, junk):
-    result, line = run(capsys, check, junk)
+    result, line = verdict(capsys, check, junk)
     assert result is False
     if junk is _raises:
         assert "NotImplementedError" in line

@@ -14,19 +14,7 @@ import pytest
 import torch
 
 from course_utils.checks import check_offset_similarity, check_sinusoidal_encoding, check_wavelengths
-
-
-def verdict(capsys, check, answer) -> tuple[bool, str]:
-    """Run a check, assert the one-line contract, return (result, the line)."""
-    capsys.readouterr()
-    result = check(answer)
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert out.err == ""
-    assert len(lines) == 1, f"expected one line, got {lines!r}"
-    assert type(result) is bool
-    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
-    return result, lines[0]
+from conftest import COMMON_JUNK, raises_not_implemented, verdict
 
 
 # --- answers, right and wrong, written the way a learner would ----------------------------------
@@ -68,14 +56,6 @@ def encoding_loop(n, d_model):  # a textbook loop over the columns, float32 thro
 
 def similarity_ref(k, d_model):
     return sum(math.cos(k * 10_000 ** (-2 * i / d_model)) for i in range(d_model // 2))
-
-
-def raises_not_implemented(*args):
-    raise NotImplementedError()
-
-
-def raises_value_error(*args):
-    raise ValueError("boom")
 
 
 # --- references and alternative correct answers pass ------------------------------------------
@@ -176,15 +156,7 @@ def test_the_message_shows_the_input_expected_and_got(capsys):
 # --- junk never raises ----------------------------------------------------------------------
 
 JUNK = {
-    "None": lambda *a: None,
-    "int": lambda *a: 3,
-    "text": lambda *a: "text",
-    "not implemented": raises_not_implemented,
-    "value error": raises_value_error,
-    "nan": lambda *a: float("nan"),
-    "tuple": lambda *a: (1.0, 2.0),
-    "wrong shape": lambda *a: torch.zeros(3, 5, 7),
-    "complex": lambda *a: torch.zeros(2, dtype=torch.complex64),
+    **COMMON_JUNK,
     "nan tensor": lambda *a: torch.full((40, 40), float("nan")),
 }
 

@@ -14,19 +14,7 @@ import torch
 
 from course_utils.checks import check_position_labels, check_variance_explained_by
 from course_utils.checks.layers import _split, _variance_cases
-
-
-def verdict(capsys, check, answer) -> tuple[bool, str]:
-    """Run a check, assert the one-line contract, return (result, the line)."""
-    capsys.readouterr()
-    result = check(answer)
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert out.err == ""
-    assert len(lines) == 1, f"expected one line, got {lines!r}"
-    assert type(result) is bool
-    assert lines[0].startswith("✅ Correct" if result else "❌ Not yet:")
-    return result, lines[0]
+from conftest import verdict
 
 
 # --- answers written the way a learner would -------------------------------------------------

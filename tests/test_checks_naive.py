@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_checks import JUNK, verdict
+from conftest import verdict
+from test_checks import JUNK
 
 from course_utils.checks import check_binary_code, check_hamming_distance, check_normalised_positions
 

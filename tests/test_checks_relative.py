@@ -14,21 +14,7 @@ import torch
 
 from course_utils import offset_matrix
 from course_utils.checks import check_offset_map, check_rotation_block
-
-
-def verdict(capsys, check, answer) -> tuple[bool, str]:
-    capsys.readouterr()
-    result = check(answer)
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
-    assert out.err == ""
-    assert len(lines) == 1, f"expected one line, got {lines!r}"
-    assert type(result) is bool
-    line = lines[0]
-    assert line.startswith("✅ Correct" if result else "❌ Not yet:")
-    assert len(line) <= 420  # the hint is never cut off by the 400-character limit
-    assert not line.endswith("...")
-    return result, line
+from conftest import verdict
 
 
 def block(angle: float) -> torch.Tensor:
