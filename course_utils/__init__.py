@@ -17,7 +17,7 @@ from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_g
 from .combine import (block_parameters, cosine_spread, effective_rank, principal_angles,
                       principal_directions, Recovery, share_in_subspace, token_recovery)
 from .decomposition import (four_term_decomposition, FourTerms, model_four_terms, offset_dependence,
-                            offset_profile)
+                            offset_profile, offset_pull)
 from .display import rounded
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
@@ -78,6 +78,7 @@ __all__ = [
     "offset_dependence",
     "offset_matrix",
     "offset_profile",
+    "offset_pull",
     "offset_similarity",
     "one_hot_encoding",
     "pair_columns",

@@ -140,3 +140,21 @@ def offset_profile(scores: torch.Tensor, offsets: range) -> torch.Tensor:
     if max(abs(offsets.start), abs(offsets[-1])) >= n:
         raise ValueError(f"offsets must lie within -(n-1) .. n-1 = {n - 1}, got {offsets}")
     return torch.stack([torch.diagonal(scores, k, dim1=-2, dim2=-1).mean() for k in offsets])
+
+
+def offset_pull(scores: torch.Tensor, k: int) -> float:
+    """How much ``scores`` [..., n, n] favours the key at offset k: the mean over rows t (with
+    t + k inside) and over leading dimensions of scores[t, t+k] − mean_s scores[t, s].
+
+    Positive: the scores pull attention towards s = t + k; negative: away from it.
+    """
+    scores = _validate.float_tensor(scores, "scores", min_dims=2).detach()
+    n = scores.shape[-1]
+    if scores.shape[-2] != n:
+        raise ValueError(f"scores must be square in its last two dimensions, got {tuple(scores.shape)}")
+    k = _validate.integer(k, "k")
+    if abs(k) >= n:
+        raise ValueError(f"k must lie within -(n-1) .. n-1 = {n - 1}, got {k}")
+    rows = range(max(0, -k), min(n, n - k))
+    values = torch.diagonal(scores, k, dim1=-2, dim2=-1)
+    return (values - scores[..., rows, :].mean(dim=-1)).mean().item()

@@ -10,6 +10,7 @@ import torch  # noqa: E402
 
 from course_utils import (ModelConfig, TinyTransformer, evaluate, four_term_decomposition,  # noqa: E402
                           four_term_heatmaps, make_batch, model_four_terms, offset_dependence, offset_profile,
+                          offset_pull,
                           sinusoidal_encoding, train)
 
 
@@ -18,12 +19,6 @@ def trained(seed: int) -> TinyTransformer:
     model = TinyTransformer(config, seed=seed)
     train(model, "previous_token", steps=300, lengths=(8, 16), seed=seed, progress=False)
     return model
-
-
-def pull(term: torch.Tensor, k: int) -> float:
-    n = term.shape[-1]
-    rows = range(max(0, -k), min(n, n - k))
-    return (torch.diagonal(term, k, dim1=-2, dim2=-1) - term[:, rows, :].mean(-1)).mean().item()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -37,13 +32,13 @@ def test_lesson_06_claims_hold_on_three_seeds(seed):
         logits = torch.stack([model(s[None], details=True).attention_logits[0][0, 0] for s in tokens])
     terms = {name: torch.stack([getattr(s, name) for s in split]) for name in split[0]._fields}
     assert (sum(terms.values()) - logits.double()).abs().max() < 1e-4, "the split is exact"
-    pulls = {name: pull(term, -1) for name, term in terms.items()}
+    pulls = {name: offset_pull(term, -1) for name, term in terms.items()}
     # position–position carries (nearly) all of the pull to t - 1; the cross terms pull (almost) nowhere
     assert pulls["position_position"] > 0.8 * sum(pulls.values())
     assert abs(pulls["token_position"]) < 0.25 * pulls["position_position"]
     assert abs(pulls["position_token"]) < 0.25 * pulls["position_position"]
     # token–token pushes attention away from the query's own position
-    assert pull(terms["token_token"], 0) < -0.1
+    assert offset_pull(terms["token_token"], 0) < -0.1
     # the averaged position–position term is far from offset-only
     mean = terms["position_position"].mean(0)
     assert offset_dependence(mean) > mean.std().item()
@@ -88,3 +83,14 @@ def test_four_term_heatmaps_draws_five_panels():
     plt.close(fig)
     with pytest.raises(TypeError, match="terms"):
         four_term_heatmaps((1, 2, 3, 4), title="t")
+
+
+def test_offset_pull_measures_the_favoured_diagonal():
+    scores = torch.zeros(2, 4, 4, dtype=torch.float64)
+    scores[:, 1, 0] = scores[:, 2, 1] = scores[:, 3, 2] = 4.0  # each row t >= 1 favours s = t - 1
+    assert offset_pull(scores, -1) == pytest.approx(3.0)  # 4 minus the row mean of 1
+    assert offset_pull(scores, 0) < 0
+    with pytest.raises(ValueError, match="k"):
+        offset_pull(scores, 4)
+    with pytest.raises(ValueError, match="square"):
+        offset_pull(torch.zeros(3, 4), 0)
