@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
 	touch $@
 
 install: $(STAMP)

@@ -14,7 +14,7 @@ from .attention import attention, causal_mask
 from .attention_positions import alibi_bias, alibi_slopes, RelativeBias, rope_rotate
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
-from .combine import (block_parameters, cosine_spread, effective_rank, principal_angles,
+from .combine import (block_parameters, cosine_spread, effective_rank, nearest_token_accuracy, principal_angles,
                       principal_directions, Recovery, share_in_subspace, token_recovery)
 from .decomposition import (four_term_decomposition, FourTerms, model_four_terms, offset_dependence,
                             offset_profile, offset_pull)
@@ -73,6 +73,7 @@ __all__ = [
     "ModelConfig",
     "moving_average",
     "n_classes",
+    "nearest_token_accuracy",
     "neighbour_similarity",
     "normalised_encoding",
     "offset_dependence",

@@ -5,6 +5,7 @@
 - ``cosine_spread``: how far from orthogonal two random directions typically are (about 1/√d).
 - ``effective_rank`` and ``principal_directions``: how few directions a position code really uses.
 - ``principal_angles`` and ``share_in_subspace``: how much two sets of vectors overlap.
+- ``nearest_token_accuracy``: per position, how often token + code is nearest its own token.
 - ``token_recovery``: can the token (and the position) still be read from token + code?
 """
 
@@ -143,6 +144,28 @@ class Recovery:
     position_probe: float
 
 
+def _nearest_hits(tokens: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
+    """[V, n] booleans: is tokens[v] + code[t] nearest (largest dot product) to tokens[v]?"""
+    # (tokens[v] + code[t]) · tokens[u] = G[v, u] + C[t, u]: no [V, n, d] tensor is needed.
+    scores = (tokens @ tokens.T)[:, None, :] + (code @ tokens.T)[None, :, :]  # [V, n, V]
+    nearest = scores.argmax(dim=-1)  # [V, n]
+    return nearest == torch.arange(tokens.shape[0])[:, None]
+
+
+def nearest_token_accuracy(tokens, code) -> torch.Tensor:
+    """For each position t, the fraction of tokens v whose sum tokens[v] + code[t] has its largest
+    dot product with the token table at v itself (the read-out of an output layer tied to the
+    embeddings, no training).
+
+    tokens: [V, d] token embeddings (V ≥ 2); code: [n, d] position code. Returns float64 [n].
+    """
+    tokens, code = _two_row_sets(tokens, code, "tokens", "code")
+    if tokens.shape[0] < 2:
+        raise ValueError(f"tokens needs at least 2 rows, got {tokens.shape[0]}")
+    _validate.size_budget(tokens.shape[0] ** 2 * code.shape[0], "the token + code scores")
+    return _nearest_hits(tokens, code).double().mean(dim=0)
+
+
 def token_recovery(tokens, code, *, seed: int = 0) -> Recovery:
     """Add every token embedding to every position's code and try to read both back.
 
@@ -159,9 +182,8 @@ def token_recovery(tokens, code, *, seed: int = 0) -> Recovery:
     token_ids = torch.arange(vocab).repeat_interleave(n)
     positions = torch.arange(n).repeat(vocab)
     sums = tokens[token_ids] + code[positions]
-    nearest = ((sums @ tokens.T).argmax(dim=1) == token_ids).double().mean().item()
     return Recovery(
-        nearest_token=nearest,
+        nearest_token=_nearest_hits(tokens, code).double().mean().item(),
         token_probe=linear_probe(sums, token_ids, seed=seed).test_accuracy,
         position_probe=linear_probe(sums, positions, seed=seed).test_accuracy,
     )

@@ -20,6 +20,21 @@ from nbclient import NotebookClient
 from .student import lesson_paths
 
 
+def coalesce_streams(nb) -> None:
+    """Join neighbouring stdout (or stderr) outputs of each cell into one, so how the kernel
+    happened to chunk a cell's printing never shows up as a change in the stored notebook."""
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            if merged and out.output_type == "stream" and merged[-1].output_type == "stream" \
+                    and merged[-1].name == out.name:
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def execute_lesson(path: Path, *, timeout: int = 300) -> float:
     """Run one notebook in a fresh python3 kernel, write it back in place; return seconds taken."""
     path = Path(path)
@@ -35,6 +50,7 @@ def execute_lesson(path: Path, *, timeout: int = 300) -> float:
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     client.execute()
+    coalesce_streams(nb)
     elapsed = time.perf_counter() - start
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     text = nbformat.writes(nb)

@@ -1,5 +1,5 @@
 """Tests for course_utils.combine (lesson 05): block_parameters, cosine_spread, effective_rank,
-principal_directions, principal_angles, share_in_subspace, token_recovery."""
+principal_directions, principal_angles, share_in_subspace, nearest_token_accuracy, token_recovery."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from course_utils import (
     cosine_spread,
     count_parameters,
     effective_rank,
+    nearest_token_accuracy,
     principal_angles,
     principal_directions,
     share_in_subspace,
@@ -206,3 +207,33 @@ def test_token_recovery_nearest_token_by_hand():
 def test_token_recovery_rejects_bad_arguments(args, kwargs, error, name):
     with pytest.raises(error, match=name):
         token_recovery(*args, **kwargs)
+
+
+def test_nearest_token_accuracy_by_hand_and_per_position():
+    tokens = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=F64)
+    code = torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=F64)  # as above: position 1 loses token 1
+    assert nearest_token_accuracy(tokens, code).tolist() == [1.0, 0.5]
+
+
+@given(st.integers(2, 12), st.integers(1, 10), st.integers(1, 8), st.integers(0, 10**6))
+@settings(max_examples=40, deadline=None)
+def test_nearest_token_accuracy_agrees_with_the_explicit_sums(vocab, n, d, seed):
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randn(vocab, d, generator=generator, dtype=F64)
+    code = 3 * torch.randn(n, d, generator=generator, dtype=F64)
+    sums = tokens[:, None, :] + code[None, :, :]  # [V, n, d], the way the lesson states it
+    expected = ((sums @ tokens.T).argmax(dim=-1) == torch.arange(vocab)[:, None]).double().mean(dim=0)
+    assert torch.equal(nearest_token_accuracy(tokens, code), expected)
+    if n >= 2:  # token_recovery's probes need two positions
+        assert token_recovery(tokens, code).nearest_token == pytest.approx(expected.mean().item())
+
+
+@pytest.mark.parametrize("args, error, name", [
+    ((torch.ones(1, 4), torch.ones(3, 4)), ValueError, "at least 2 rows"),
+    ((torch.ones(3, 4), torch.ones(3, 5)), ValueError, "same width"),
+    ((torch.ones(3, 4), [[1.0]]), TypeError, "code"),
+    ((torch.full((3, 4), float("nan")), torch.ones(3, 4)), ValueError, "tokens"),
+])
+def test_nearest_token_accuracy_rejects_bad_arguments(args, error, name):
+    with pytest.raises(error, match=name):
+        nearest_token_accuracy(*args)

@@ -87,3 +87,15 @@ def test_execute_lesson_stores_outputs_in_order(tmp_path):
     assert nb.cells[1].outputs[0].text == "42\n"
     assert "execution" not in nb.cells[1].metadata, "no timing metadata: re-execution must not churn the file"
     assert nb.metadata.kernelspec.name == "python3"
+
+
+def test_execute_lesson_joins_a_cells_stream_chunks(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    path = tmp_path / "99_demo.ipynb"
+    source = "import sys, time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.05)\nprint('err', file=sys.stderr)"
+    nbformat.write(new_notebook(cells=[new_code_cell(source)]), path)
+    execute_lesson(path)
+    outputs = nbformat.read(path, as_version=4).cells[0].outputs
+    assert [(o.name, o.text) for o in outputs] == [("stdout", "0\n1\n2\n"), ("stderr", "err\n")]

@@ -104,3 +104,38 @@ def test_lesson_ends_with_what_we_showed(path):
     last = [c.source for c in nb.cells if c.cell_type == "markdown"][-1]
     if not path.name.startswith("00_"):
         assert "What we showed" in last
+
+
+# The lesson that shows each explorer (issue 5): at least four, one per idea.
+EXPLORER_LESSONS = {
+    "01_permutation_equivariance.ipynb": "permutation_explorer",
+    "03_sinusoidal_encoding.ipynb": "sinusoid_explorer",
+    "04_relative_offset_linear_map.ipynb": "offset_map_explorer",
+    "05_add_or_concatenate.ipynb": "amplitude_explorer",
+    "06_four_term_decomposition.ipynb": "four_terms_explorer",
+}
+
+
+def test_every_explorer_is_used_in_a_lesson():
+    from course_utils.widgets import EXPLORERS
+
+    assert sorted(f"{name}_explorer" for name in EXPLORERS) == sorted(EXPLORER_LESSONS.values())
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_explorers_follow_a_static_picture_and_are_not_compared(path):
+    """An explorer cell is tagged so nbval skips its (widget) output, and the cell before it
+    stores the same figure as a PNG, so the lesson reads on GitHub, on the site and in nbval."""
+    nb = nbformat.read(path, as_version=4)
+    explorer_cells = [i for i, c in enumerate(nb.cells) if "explorer" in c.metadata.get("tags", [])]
+    expected = EXPLORER_LESSONS.get(path.name)
+    assert len(explorer_cells) == (1 if expected else 0), f"{path.name}: explorer cells at {explorer_cells}"
+    for index in explorer_cells:
+        cell, before = nb.cells[index], nb.cells[index - 1]
+        assert "nbval-ignore-output" in cell.metadata["tags"]
+        assert before.cell_type == "code" and "nbval-ignore-output" not in before.metadata.get("tags", [])
+        assert f"{expected}(" in before.source and ".picture()" in before.source
+        assert any("image/png" in out.get("data", {}) for out in before.outputs), "no static picture stored"
+        views = [out for out in cell.outputs if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+        assert views, f"{path.name} cell {index}: the explorer was not displayed as a widget"
+        assert views[0]["data"]["text/plain"].startswith("<live explorer (")

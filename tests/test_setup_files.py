@@ -10,7 +10,9 @@ CONDA_NAME = {"torch": "pytorch-cpu"}
 
 def _pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = project["dependencies"] + sum(project["optional-dependencies"].values(), [])
+    # The browser extra (Playwright) drives a local chromium in CI; learners and conda users never need it.
+    extras = {name: pins for name, pins in project["optional-dependencies"].items() if name != "browser"}
+    requirements = project["dependencies"] + sum(extras.values(), [])
     pins = {}
     for requirement in requirements:
         name, sep, version = requirement.partition("==")
