@@ -3,6 +3,7 @@
 #   make test     set up .venv with the test tools, run the unit tests and strict nbval
 #   make execute  re-run every lesson and store its outputs (the only way outputs are made)
 #   make student  write the student copies (solutions stripped) to notebooks/student/
+#   make bench    time every lesson and explorer, check the budgets, write bench/README.md
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -14,16 +15,18 @@ STAMP := $(VENV)/.installed-$(KEY)
 TEST_STAMP := $(VENV)/.installed-test-$(KEY)
 LESSONS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180
+# Two workers; loadscope keeps each notebook (and each test module) on one worker, in order.
+XDIST := -n 2 --dist loadscope
 
 export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test unit nbval execute student install clean help
+.PHONY: lab test unit nbval browser execute student bench install clean help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '2,6p' Makefile | sed 's/^# *//'
+	@sed -n '2,7p' Makefile | sed 's/^# *//'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,14 +48,25 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
+# tests/test_browser.py needs Debian's chromium; without it the test is skipped, and said so twice.
+NO_BROWSER_NOTE := command -v chromium > /dev/null || echo "NOTE: chromium is not installed, so the real-browser test (tests/test_browser.py) will be SKIPPED; install it with: sudo apt-get install chromium"
+
+# The lessons are checked twice: with one OpenMP thread (the pinned set-up) and with two, so no
+# stored number depends on how many threads the math libraries use.
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests $(LESSONS) $(NBVAL)
+	@$(NO_BROWSER_NOTE)
+	$(BIN)/python -m pytest tests $(LESSONS) $(NBVAL) $(XDIST)
+	OMP_NUM_THREADS=2 $(BIN)/python -m pytest $(LESSONS) $(NBVAL) $(XDIST)
+
+browser: $(TEST_STAMP)
+	@$(NO_BROWSER_NOTE)
+	$(BIN)/python -m pytest tests/test_browser.py -v -rs
 
 unit: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests $(XDIST)
 
 nbval: $(TEST_STAMP)
-	$(BIN)/python -m pytest $(LESSONS) $(NBVAL)
+	$(BIN)/python -m pytest $(LESSONS) $(NBVAL) $(XDIST)
 
 execute: $(STAMP)
 	$(BIN)/python -m course_utils.execute $(LESSONS)
@@ -60,6 +74,9 @@ execute: $(STAMP)
 
 student: $(STAMP)
 	$(BIN)/python -m course_utils.student
+
+bench: $(STAMP)
+	$(BIN)/python -m course_utils.bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

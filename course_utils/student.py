@@ -6,7 +6,9 @@
 A solution is every line between nbgrader's markers ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; it becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` at the
 same indentation, so teachers can also hand the lessons to nbgrader unchanged. Exercise cells
-are tagged ``raises-exception`` in the copy: Run All goes on past a stub.
+are tagged ``raises-exception`` in the copy: Run All goes on past a stub. A teacher's hidden
+tests, the lines from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` (markers included),
+are removed from the copy, as nbgrader does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
 
@@ -47,6 +50,28 @@ def strip_solutions(source: str) -> str:
     return "\n".join(out)
 
 
+def strip_hidden_tests(source: str) -> str:
+    """A cell's source without its hidden-test regions (markers included)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a string, got {type(source).__name__}")
+    out, inside = [], False
+    for number, line in enumerate(source.split("\n"), start=1):
+        marker = line.strip()
+        if marker == BEGIN_HIDDEN:
+            if inside:
+                raise ValueError(f"line {number}: {BEGIN_HIDDEN} inside another hidden-test region")
+            inside = True
+        elif marker == END_HIDDEN:
+            if not inside:
+                raise ValueError(f"line {number}: {END_HIDDEN} without a {BEGIN_HIDDEN} before it")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"a hidden-test region has no {END_HIDDEN}")
+    return "\n".join(out)
+
+
 def student_notebook(lesson: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student copy of one lesson notebook (the lesson itself is left unchanged)."""
     if not isinstance(lesson, nbformat.NotebookNode):
@@ -59,6 +84,8 @@ def student_notebook(lesson: nbformat.NotebookNode) -> nbformat.NotebookNode:
             continue
         cell.outputs = []
         cell.execution_count = None
+        if BEGIN_HIDDEN in cell.source or END_HIDDEN in cell.source:
+            cell.source = strip_hidden_tests(cell.source)
         if BEGIN in cell.source:
             cell.source = strip_solutions(cell.source)
             tags = cell.metadata.setdefault("tags", [])

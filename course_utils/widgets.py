@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import math
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -143,6 +144,30 @@ class Explorer(widgets.VBox):
     def picture(self) -> StaticImage:
         """The figure as it is now, as a plain PNG for a notebook output (reads without a kernel)."""
         return StaticImage(data=self.image.value, format="png")
+
+
+def random_moves(explorer: Explorer, n: int = 20, *, seed: int = 0) -> list[dict]:
+    """``n`` random settings of every control of ``explorer``, each a legal slider position
+    (min, max and step of the control itself), for timing and testing redraws."""
+    if not isinstance(explorer, Explorer):
+        raise TypeError(f"explorer must be an Explorer (from a *_explorer function), got {type(explorer).__name__}")
+    n = _validate.integer(n, "n", minimum=1)
+    seed = _validate.integer(seed, "seed", minimum=0)
+    rng = random.Random(seed)
+    moves = []
+    for _ in range(n):
+        values = {}
+        for name, control in explorer.controls.items():
+            if isinstance(control, widgets.Checkbox):
+                values[name] = rng.random() < 0.5
+            elif isinstance(control, widgets.FloatLogSlider):
+                values[name] = control.base ** rng.uniform(control.min, control.max)
+            elif isinstance(control, widgets.IntSlider):
+                values[name] = rng.randrange(control.min, control.max + 1, control.step)
+            else:
+                values[name] = rng.uniform(control.min, control.max)
+        moves.append(values)
+    return moves
 
 
 def redraw_times(explorer: Explorer, updates: list[dict]) -> dict[str, float]:

@@ -56,3 +56,12 @@ def test_makefile_runs_strict_nbval_over_every_lesson():
         assert flag in makefile
     assert "--nbval-lax" not in makefile
     assert "notebooks/[0-9][0-9]_*.ipynb" in makefile
+
+
+def test_make_test_checks_every_lesson_with_one_and_two_threads():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    runs = [line for line in recipe.splitlines() if "$(LESSONS) $(NBVAL)" in line]
+    assert len(runs) == 2 and "OMP_NUM_THREADS=2" in runs[1] and "OMP_NUM_THREADS" not in runs[0]
+    assert "export OMP_NUM_THREADS ?= 1" in makefile
+    assert "--dist loadscope" in makefile, "nbval under xdist needs loadscope: a notebook's cells share one kernel"

@@ -68,6 +68,32 @@ def test_strip_solutions_keeps_indentation_and_rejects_broken_markers():
         student.strip_solutions(None)
 
 
+def test_strip_hidden_tests_removes_the_region_and_its_markers():
+    source = "x = f(2)\n### BEGIN HIDDEN TESTS\nassert f(3) == 9\n### END HIDDEN TESTS\ncheck(f)"
+    assert student.strip_hidden_tests(source) == "x = f(2)\ncheck(f)"
+    with pytest.raises(ValueError, match="END HIDDEN TESTS"):
+        student.strip_hidden_tests("### BEGIN HIDDEN TESTS\nassert 1\n")
+    with pytest.raises(ValueError, match="without"):
+        student.strip_hidden_tests("### END HIDDEN TESTS\n")
+    with pytest.raises(TypeError, match="source"):
+        student.strip_hidden_tests(3)
+
+
+def test_lesson_hidden_tests_run_in_the_lesson_and_vanish_from_the_copy():
+    """Lesson 01 carries an example hidden test: it is executed in the lesson (its cell has a
+    stored output), and no line of it reaches the student copy."""
+    lesson = nbformat.read(LESSONS[1], as_version=4)
+    copy = student.student_notebook(lesson)
+    hidden = [(cell, twin) for cell, twin in zip(lesson.cells, copy.cells) if student.BEGIN_HIDDEN in cell.source]
+    assert hidden, "lesson 01 should show teachers an example hidden test"
+    for cell, twin in hidden:
+        assert cell.execution_count is not None and cell.outputs
+        region = cell.source.split(student.BEGIN_HIDDEN)[1].split(student.END_HIDDEN)[0]
+        for line in region.strip().splitlines():
+            assert line.strip() not in twin.source
+        assert "HIDDEN" not in twin.source
+
+
 @pytest.mark.parametrize("path", [STUDENT / p.name for p in LESSONS], ids=lambda p: p.name)
 def test_student_copy_runs_and_every_check_says_not_yet(path):
     """Run All on a student copy: only NotImplementedError, and every check prints ❌."""

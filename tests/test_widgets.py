@@ -2,7 +2,6 @@
 bad arguments are refused clearly, and a redraw stays inside the 100 ms budget."""
 
 import io
-import random
 import re
 
 import pytest
@@ -10,7 +9,7 @@ import torch
 from PIL import Image
 
 from course_utils import widgets as W
-from course_utils.widgets import EXPLORERS, Explorer, redraw_times
+from course_utils.widgets import EXPLORERS, Explorer, random_moves, redraw_times
 
 # For each explorer, a new value for each control (different from its default).
 MOVES = {
@@ -21,25 +20,13 @@ MOVES = {
     "permutation": {"shuffle": 5, "causal_mask": True, "position_code": True},
 }
 
-# Random slider positions for the timing test: ≥ 20 updates, every control moving.
-RANDOM_UPDATES = {
-    "sinusoid": lambda r: {"base": 10 ** r.uniform(1, 5), "d_model": r.randrange(4, 132, 4),
-                           "n_positions": r.randrange(16, 272, 16)},
-    "offset_map": lambda r: {"t": r.randint(0, 40), "k": r.randint(-12, 12)},
-    "amplitude": lambda r: {"A": 10 ** r.uniform(-2, 2), "d_model": r.randrange(16, 272, 16)},
-    "four_terms": lambda r: {"token_strength": r.uniform(0, 2), "position_strength": r.uniform(0, 2)},
-    "permutation": lambda r: {"shuffle": r.randint(0, 23), "causal_mask": r.random() < 0.5,
-                              "position_code": r.random() < 0.5},
-}
-
-
 @pytest.fixture(scope="module")
 def explorers() -> dict[str, Explorer]:
     return {name: make() for name, make in EXPLORERS.items()}
 
 
 def test_there_are_at_least_four_explorers():
-    assert len(EXPLORERS) >= 4 and set(MOVES) == set(EXPLORERS) == set(RANDOM_UPDATES)
+    assert len(EXPLORERS) >= 4 and set(MOVES) == set(EXPLORERS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
@@ -169,8 +156,25 @@ def test_redraw_median_is_within_100_ms(name):
     """The issue's budget, with 20 random moves of every control (measured ≈ 10–50 ms here)."""
     torch.set_num_threads(1)
     explorer = EXPLORERS[name]()
-    rng = random.Random(0)
-    updates = [RANDOM_UPDATES[name](rng) for _ in range(20)]
-    timing = redraw_times(explorer, updates)
+    timing = redraw_times(explorer, random_moves(explorer, 20, seed=0))
     assert timing["n"] == 20
     assert timing["median_ms"] <= 100, f"{name}: median redraw {timing['median_ms']:.1f} ms"
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_random_moves_are_legal_positions_of_every_control(explorers, name):
+    explorer = explorers[name]
+    moves = random_moves(explorer, 30, seed=1)
+    assert len(moves) == 30 and moves == random_moves(explorer, 30, seed=1)
+    for values in moves:
+        assert set(values) == set(explorer.controls)
+        for control_name, value in values.items():
+            control = explorer.controls[control_name]
+            if hasattr(control, "min"):
+                low, high = (control.base ** control.min, control.base ** control.max) if hasattr(control, "base") \
+                    else (control.min, control.max)
+                assert low <= value <= high
+    with pytest.raises(TypeError, match="explorer must be an Explorer"):
+        random_moves(None)
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        random_moves(explorer, 0)

@@ -1,0 +1,63 @@
+"""The benchmark's pieces: a notebook run with its peak memory, budgets, the Markdown report."""
+
+import os
+
+import nbformat
+import pytest
+
+from course_utils import bench
+
+
+def test_peak_rss_of_this_process_is_plausible():
+    peak = bench._peak_rss_mb(os.getpid())
+    if peak is None:
+        pytest.skip("no /proc on this system")
+    assert 20 < peak < 24_000
+
+
+def test_run_notebook_times_a_fresh_kernel_and_reads_its_memory(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import numpy as np\nblock = np.ones(40_000_000, dtype=np.uint8)  # 40 MB"),
+        nbformat.v4.new_code_cell("block.sum()"),
+    ])
+    result = bench.run_notebook(nb, tmp_path)
+    assert 0 < result["seconds"] < 120
+    if result["peak_mb"] is not None:
+        assert result["peak_mb"] > 40, "the kernel's peak must include the 40 MB block"
+    assert nb.cells[1].outputs[0]["data"]["text/plain"] == "np.uint64(40000000)"
+
+
+def test_run_notebook_names_a_failing_cell(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        bench.run_notebook(nb, tmp_path)
+
+
+def _results(lesson_seconds: float, redraw_ms: float, peak_mb: float = 400.0) -> dict:
+    results = {
+        "when": "today", "machine": {"cores": 2}, "floor": {"seconds": 5.0, "peak_mb": 300.0},
+        "lessons": {"00_start_here": {"seconds": 6.0, "peak_mb": 350.0},
+                    "01_demo": {"seconds": lesson_seconds, "peak_mb": peak_mb}},
+        "explorers": {"sinusoid": {"median_ms": redraw_ms, "max_ms": 2 * redraw_ms, "n": 25}},
+        "binder": "01_demo",
+    }
+    results["course_seconds"] = 6.0 + lesson_seconds
+    results["budgets"] = bench.evaluate_budgets(results)
+    return results
+
+
+def test_budgets_pass_and_fail_where_they_should():
+    assert all(check["passed"] for check in _results(12.0, 40.0)["budgets"])
+    failed = {check["budget"] for check in _results(31.0, 140.0, peak_mb=2000.0)["budgets"] if not check["passed"]}
+    assert failed == {"01_demo: time", "01_demo: memory (MB)", "explorer sinusoid: median redraw (ms)"}
+    slow_course = _results(29.0, 40.0)
+    slow_course["course_seconds"] = 181.0
+    assert [c["budget"] for c in bench.evaluate_budgets(slow_course) if not c["passed"]] == ["whole course: time"]
+
+
+def test_markdown_report_has_every_lesson_explorer_and_verdict():
+    text = bench.markdown(_results(31.0, 40.0))
+    assert "| 01_demo | 31.0 | 6.2 | 400 |" in text
+    assert "| sinusoid | 40.0 | 80.0 |" in text
+    assert "| 01_demo: time | 31.0 | 30 | **FAIL** |" in text
+    assert "Closest to Binder's memory limit" in text and "**whole course** | **37.0**" in text
