@@ -26,50 +26,40 @@ STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
 
 
-def strip_solutions(source: str) -> str:
-    """A cell's source with each solution region replaced by the stub lines."""
+def _replace_regions(source: str, begin: str, end: str, what: str, stub: tuple[str, ...]) -> str:
+    """``source`` with every region from a ``begin`` line to an ``end`` line (markers included)
+    replaced by the ``stub`` lines, indented like the ``begin`` marker. ``what`` names the region
+    in error messages."""
     if not isinstance(source, str):
         raise TypeError(f"source must be a string, got {type(source).__name__}")
     out, inside = [], False
     for number, line in enumerate(source.split("\n"), start=1):
         marker = line.strip()
-        if marker == BEGIN:
+        if marker == begin:
             if inside:
-                raise ValueError(f"line {number}: {BEGIN} inside another solution region")
+                raise ValueError(f"line {number}: {begin} inside another {what} region")
             indent = line[: len(line) - len(line.lstrip())]
-            out += [indent + STUB[0], indent + STUB[1]]
+            out += [indent + stub_line for stub_line in stub]
             inside = True
-        elif marker == END:
+        elif marker == end:
             if not inside:
-                raise ValueError(f"line {number}: {END} without a {BEGIN} before it")
+                raise ValueError(f"line {number}: {end} without a {begin} before it")
             inside = False
         elif not inside:
             out.append(line)
     if inside:
-        raise ValueError(f"a solution region has no {END}")
+        raise ValueError(f"a {what} region has no {end}")
     return "\n".join(out)
+
+
+def strip_solutions(source: str) -> str:
+    """A cell's source with each solution region replaced by the stub lines."""
+    return _replace_regions(source, BEGIN, END, "solution", STUB)
 
 
 def strip_hidden_tests(source: str) -> str:
     """A cell's source without its hidden-test regions (markers included)."""
-    if not isinstance(source, str):
-        raise TypeError(f"source must be a string, got {type(source).__name__}")
-    out, inside = [], False
-    for number, line in enumerate(source.split("\n"), start=1):
-        marker = line.strip()
-        if marker == BEGIN_HIDDEN:
-            if inside:
-                raise ValueError(f"line {number}: {BEGIN_HIDDEN} inside another hidden-test region")
-            inside = True
-        elif marker == END_HIDDEN:
-            if not inside:
-                raise ValueError(f"line {number}: {END_HIDDEN} without a {BEGIN_HIDDEN} before it")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise ValueError(f"a hidden-test region has no {END_HIDDEN}")
-    return "\n".join(out)
+    return _replace_regions(source, BEGIN_HIDDEN, END_HIDDEN, "hidden-test", ())
 
 
 def student_notebook(lesson: nbformat.NotebookNode) -> nbformat.NotebookNode:
