@@ -13,21 +13,44 @@ import torch
 
 # Refuse sizes that would exhaust memory before anything is allocated.
 MAX_ELEMENTS = 50_000_000
+# Refuse loop counts (training steps, evaluation batches) that would run for days.
+MAX_STEPS = 100_000
+# torch.Generator.manual_seed takes an unsigned 64-bit seed.
+MAX_SEED = 2**64 - 1
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def integer(value, name: str, *, minimum: int | None = None) -> int:
-    """``value`` as a Python int, refusing bools, floats and anything below ``minimum``."""
+def integer(value, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as a Python int, refusing bools, floats and anything outside ``minimum`` .. ``maximum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
-                and value.dtype != torch.bool:
+                and not value.is_complex() and value.dtype != torch.bool:
             value = int(value.item())
         else:
             raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {value:,}")
+    return value
+
+
+def seed(value, name: str = "seed") -> int:
+    """A seed for torch.Generator.manual_seed: an integer in 0 .. 2**64 - 1."""
+    return integer(value, name, minimum=0, maximum=MAX_SEED)
+
+
+def steps(value, name: str) -> int:
+    """A loop count (training steps, batches): 1 .. MAX_STEPS, so a typo cannot run for days."""
+    return integer(value, name, minimum=1, maximum=MAX_STEPS)
+
+
+def flag(value, name: str) -> bool:
+    """True or False, nothing else (not 0/1, not None)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return value
 
 
@@ -46,7 +69,10 @@ def real(value, name: str, *, positive: bool = False) -> float:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float's range, e.g. 10**400
+        raise ValueError(f"{name} must be finite, got an integer too large for a float") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"{name} must be finite, got {value}")
     if positive and value <= 0:
@@ -93,7 +119,11 @@ def matrix(value, name: str) -> torch.Tensor:
 
 
 def size_budget(n_elements: int, what: str) -> None:
-    """Refuse an allocation of more than ``MAX_ELEMENTS`` numbers before it happens."""
+    """Refuse an allocation of more than ``MAX_ELEMENTS`` numbers before it happens.
+
+    ``what`` names the tensor and the arguments its size comes from, e.g. "the causal mask [n, n]",
+    so the message says which argument to change.
+    """
     if n_elements > MAX_ELEMENTS:
         raise ValueError(
             f"{what} would hold {n_elements:,} numbers; this course caps one tensor at "

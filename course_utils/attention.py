@@ -20,7 +20,7 @@ def causal_mask(n: int) -> torch.Tensor:
     Returns [n, n], lower-triangular including the diagonal.
     """
     n = _validate.integer(n, "n", minimum=0)
-    _validate.size_budget(n * n, "the causal mask")
+    _validate.size_budget(n * n, "the causal mask [n, n]")
     return torch.ones(n, n, dtype=torch.bool).tril()
 
 

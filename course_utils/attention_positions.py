@@ -30,6 +30,10 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor | None = None, *, base:
         positions = torch.arange(n, dtype=torch.float64)
     elif not isinstance(positions, torch.Tensor) or positions.ndim != 1 or positions.shape[0] != n:
         raise ValueError(f"positions must be a 1-D tensor with one position per row of x ({n})")
+    elif positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must hold real numbers, got dtype {positions.dtype}")
+    elif not torch.isfinite(positions).all():
+        raise ValueError("positions contains NaN or infinite values")
     angles = positions.to(torch.float64)[:, None] * frequencies(d, base=base)[None, :]  # [n, d/2]
     cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
     first, second = x[..., 0::2], x[..., 1::2]
@@ -42,6 +46,7 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor | None = None, *, base:
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """ALiBi's per-head slopes m_h = 2^(-8h/n_heads), h = 1 .. n_heads (Press et al. 2022). Returns [n_heads]."""
     n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
+    _validate.size_budget(n_heads, "n_heads")
     return 2.0 ** (-8.0 * torch.arange(1, n_heads + 1, dtype=torch.float64) / n_heads)
 
 
@@ -52,7 +57,7 @@ def alibi_bias(n: int, n_heads: int, *, dtype: torch.dtype = torch.float32) -> t
     """
     n = _validate.integer(n, "n", minimum=1)
     dtype = _validate.float_dtype(dtype)
-    _validate.size_budget(n * n * _validate.integer(n_heads, "n_heads", minimum=1), "the ALiBi bias")
+    _validate.size_budget(n * n * _validate.integer(n_heads, "n_heads", minimum=1), "the ALiBi bias [n_heads, n, n]")
     distance = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs().to(torch.float64)
     return (-alibi_slopes(n_heads)[:, None, None] * distance).to(dtype)
 
@@ -67,10 +72,12 @@ class RelativeBias(nn.Module):
         super().__init__()
         self.n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
         self.max_distance = _validate.integer(max_distance, "max_distance", minimum=1)
+        _validate.size_budget(self.n_heads * (2 * self.max_distance + 1), "the table [n_heads, 2·max_distance + 1]")
         self.values = nn.Parameter(torch.zeros(self.n_heads, 2 * self.max_distance + 1))
 
     def forward(self, n: int) -> torch.Tensor:
         n = _validate.integer(n, "n", minimum=1)
+        _validate.size_budget(self.n_heads * n * n, "the bias [n_heads, n, n]")
         offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # [n, n]: s − t
         index = offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
         return self.values[:, index]

@@ -27,7 +27,7 @@ def uniform_causal_weights(n: int, *, dtype: torch.dtype = torch.float32) -> tor
     """
     n = _validate.integer(n, "n", minimum=1)
     dtype = _validate.float_dtype(dtype)
-    _validate.size_budget(n * n, "the weights")
+    _validate.size_budget(n * n, "the weights [n, n]")
     counts = torch.arange(1, n + 1, dtype=dtype)
     return causal_mask(n).to(dtype) / counts[:, None]
 
@@ -56,7 +56,8 @@ def bos_weight(t, bias: float = 0.0) -> torch.Tensor:
     """
     positions = _positions(t)
     bias = _validate.real(bias, "bias")
-    return 1.0 / (1.0 + positions * math.exp(-bias))
+    # e^-b overflows for b below about -709; e^700 already makes every t >= 1 weigh 0 in float64
+    return 1.0 / (1.0 + positions * math.exp(min(-bias, 700.0)))
 
 
 def fit_bos_bias(first_weights) -> float:
@@ -84,9 +85,13 @@ def attention_to_first(model: TinyTransformer, tokens: torch.Tensor, *, layer: i
     """
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if model.config.n_layers == 0:
+        raise ValueError("model has no blocks (n_layers = 0), so there are no attention weights to read")
     layer = _validate.integer(layer, "layer", minimum=0)
     if layer >= model.config.n_layers:
         raise ValueError(f"layer must be below n_layers = {model.config.n_layers}, got {layer}")
+    if model._check_tokens(tokens).shape[0] == 0:
+        raise ValueError(f"tokens must hold at least one sequence to average over, got shape {tuple(tokens.shape)}")
     with torch.no_grad():
         weights = model(tokens, details=True).attention_weights[layer]  # [batch, heads, n, n]
     return weights[..., 0].mean(dim=0)
@@ -115,8 +120,8 @@ def permutation_gap(model: TinyTransformer, tokens: torch.Tensor, order) -> floa
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     if not isinstance(tokens, torch.Tensor):
         raise TypeError(f"tokens must be a torch.Tensor of token ids, got {type(tokens).__name__}")
-    if tokens.ndim != 2:
-        raise ValueError(f"tokens must have shape [batch, n], got {tuple(tokens.shape)}")
+    if tokens.ndim != 2 or 0 in tokens.shape:
+        raise ValueError(f"tokens must have shape [batch, n] with batch, n >= 1, got {tuple(tokens.shape)}")
     n = tokens.shape[1]
     try:
         order = torch.as_tensor(order)

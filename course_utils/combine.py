@@ -39,8 +39,8 @@ def cosine_spread(d: int, n_pairs: int = 2000, *, seed: int = 0) -> float:
     """
     d = _validate.integer(d, "d", minimum=1)
     n_pairs = _validate.integer(n_pairs, "n_pairs", minimum=2)
-    seed = _validate.integer(seed, "seed", minimum=0)
-    _validate.size_budget(2 * n_pairs * d, "the random vectors")
+    seed = _validate.seed(seed)
+    _validate.size_budget(2 * n_pairs * d, "the random vectors [2·n_pairs, d]")
     generator = torch.Generator().manual_seed(seed)
     a = torch.randn(n_pairs, d, generator=generator, dtype=torch.float64)
     b = torch.randn(n_pairs, d, generator=generator, dtype=torch.float64)
@@ -162,7 +162,7 @@ def nearest_token_accuracy(tokens, code) -> torch.Tensor:
     tokens, code = _two_row_sets(tokens, code, "tokens", "code")
     if tokens.shape[0] < 2:
         raise ValueError(f"tokens needs at least 2 rows, got {tokens.shape[0]}")
-    _validate.size_budget(tokens.shape[0] ** 2 * code.shape[0], "the token + code scores")
+    _validate.size_budget(tokens.shape[0] ** 2 * code.shape[0], "the token + code scores [len(tokens), len(code), len(tokens)]")
     return _nearest_hits(tokens, code).double().mean(dim=0)
 
 
@@ -174,11 +174,11 @@ def token_recovery(tokens, code, *, seed: int = 0) -> Recovery:
     are fitted on a random half of the sums (``seed``) and scored on the other half.
     """
     tokens, code = _two_row_sets(tokens, code, "tokens", "code")
-    seed = _validate.integer(seed, "seed", minimum=0)
+    seed = _validate.seed(seed)
     vocab, n = tokens.shape[0], code.shape[0]
     if vocab < 2 or n < 2:
         raise ValueError(f"tokens and code need at least 2 rows each, got {vocab} and {n}")
-    _validate.size_budget(vocab * n * tokens.shape[1], "the token + code sums")
+    _validate.size_budget(vocab * n * tokens.shape[1], "the token + code sums [len(tokens) · len(code), d]")
     token_ids = torch.arange(vocab).repeat_interleave(n)
     positions = torch.arange(n).repeat(vocab)
     sums = tokens[token_ids] + code[positions]

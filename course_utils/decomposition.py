@@ -120,6 +120,8 @@ def offset_dependence(scores: torch.Tensor) -> float:
     n = scores.shape[0]
     if scores.shape[1] != n:
         raise ValueError(f"scores must be square [n, n], got {tuple(scores.shape)}")
+    if n == 0:
+        raise ValueError("scores must have at least one row, got shape (0, 0)")
     scores = scores.detach()
     spreads = [torch.diagonal(scores, k).max() - torch.diagonal(scores, k).min() for k in range(-n + 1, n)]
     return float(torch.stack(spreads).max())
@@ -134,11 +136,13 @@ def offset_profile(scores: torch.Tensor, offsets: range) -> torch.Tensor:
     n = scores.shape[-1]
     if scores.shape[-2] != n:
         raise ValueError(f"scores must be square in its last two dimensions, got {tuple(scores.shape)}")
+    if not scores.numel():
+        raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
     if not isinstance(offsets, range) or not len(offsets):
         raise TypeError("offsets must be a non-empty range of offsets k = s - t")
     scores = scores.detach()
     if max(abs(offsets.start), abs(offsets[-1])) >= n:
-        raise ValueError(f"offsets must lie within -(n-1) .. n-1 = {n - 1}, got {offsets}")
+        raise ValueError(f"offsets must lie within -(n-1) .. n-1 = {n - 1} for scores with n = {n}, got {offsets}")
     return torch.stack([torch.diagonal(scores, k, dim1=-2, dim2=-1).mean() for k in offsets])
 
 
@@ -152,9 +156,11 @@ def offset_pull(scores: torch.Tensor, k: int) -> float:
     n = scores.shape[-1]
     if scores.shape[-2] != n:
         raise ValueError(f"scores must be square in its last two dimensions, got {tuple(scores.shape)}")
+    if not scores.numel():
+        raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
     k = _validate.integer(k, "k")
     if abs(k) >= n:
-        raise ValueError(f"k must lie within -(n-1) .. n-1 = {n - 1}, got {k}")
+        raise ValueError(f"k must lie within -(n-1) .. n-1 = {n - 1} for scores with n = {n}, got {k}")
     rows = range(max(0, -k), min(n, n - k))
     values = torch.diagonal(scores, k, dim1=-2, dim2=-1)
     return (values - scores[..., rows, :].mean(dim=-1)).mean().item()

@@ -25,6 +25,8 @@ def rounded(values, decimals: int = 4):
         array = values.detach().cpu().to(torch.float64).numpy()
     elif isinstance(values, bool):
         raise TypeError("values must be numbers, got a bool")
+    elif isinstance(values, np.ndarray) and values.dtype.kind not in "iuf":
+        raise TypeError(f"values must hold real numbers, got an array of dtype {values.dtype}")
     elif isinstance(values, (numbers.Real, np.ndarray, list, tuple)):
         try:
             array = np.asarray(values, dtype=np.float64)

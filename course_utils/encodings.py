@@ -116,7 +116,7 @@ def sinusoidal_encoding(
     d_model = _validate.d_model(d_model)
     dtype = _validate.float_dtype(dtype)
     t = _positions(positions)
-    _validate.size_budget(t.numel() * d_model, "the position code")
+    _validate.size_budget(t.numel() * d_model, "the position code [len(positions), d_model]")
     omega = frequencies(d_model, base=base, spacing=spacing)
     angles = t[:, None] * omega[None, :]  # [n, d_model/2]
     sin_cols, cos_cols = pair_columns(d_model, layout)
@@ -149,7 +149,7 @@ def offset_similarity(
     else:  # ints never reach _positions here, so they are offsets, not a count
         k = _positions(offsets, "offsets", expected=expected)
     d_model = _validate.d_model(d_model)
-    _validate.size_budget(k.numel() * (d_model // 2), "the offset similarities")
+    _validate.size_budget(k.numel() * (d_model // 2), "the offset similarities [len(offsets), d_model/2]")
     omega = frequencies(d_model, base=base, spacing=spacing)
     result = torch.cos(k[:, None] * omega[None, :]).sum(dim=1)
     return result[0] if scalar else result

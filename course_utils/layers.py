@@ -32,7 +32,7 @@ def position_labels(batch_size: int, n: int) -> torch.Tensor:
     """
     batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     n = _validate.integer(n, "n", minimum=1)
-    _validate.size_budget(batch_size * n, "the labels")
+    _validate.size_budget(batch_size * n, "the labels [batch_size · n]")
     return torch.arange(n).repeat(batch_size)
 
 
@@ -62,6 +62,10 @@ def residual_features(model, batch) -> ResidualFeatures:
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a Batch from make_batch, got {type(batch).__name__}")
+    try:
+        model._check_tokens(batch.tokens)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"batch does not fit the model: {error}") from None
     was_training = model.training
     model.eval()
     try:
@@ -107,7 +111,7 @@ def layer_profile(features, *, seed: int = 0) -> LayerProfile:
     """
     if not isinstance(features, ResidualFeatures):
         raise TypeError(f"features must be a ResidualFeatures from residual_features, got {type(features).__name__}")
-    seed = _validate.integer(seed, "seed", minimum=0)
+    seed = _validate.seed(seed)
     scored = features.scored
     columns: dict[str, list[float]] = {name: [] for name in LayerProfile.__dataclass_fields__}
     for layer in features.layers:
@@ -121,6 +125,8 @@ def layer_profile(features, *, seed: int = 0) -> LayerProfile:
 
 def _curve(values, name: str) -> torch.Tensor:
     if isinstance(values, torch.Tensor):
+        if values.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got dtype {values.dtype}")
         values = values.detach().double()
     elif isinstance(values, Sequence) and not isinstance(values, str):
         try:
@@ -139,10 +145,15 @@ def moving_average(values, window: int = 10) -> torch.Tensor:
 
     Entry i averages values[i : i + window], so it belongs to step i + window (1-based).
     """
-    values = _curve(values, "values")
+    return _moving_average(values, window, "values")
+
+
+def _moving_average(values, window: int, name: str) -> torch.Tensor:
+    """moving_average, with ``name`` the argument that holds the values (for error messages)."""
+    values = _curve(values, name)
     window = _validate.integer(window, "window", minimum=1)
     if window > len(values):
-        raise ValueError(f"window must be at most the number of values ({len(values)}), got {window}")
+        raise ValueError(f"window must be at most the number of values in {name} ({len(values)}), got {window}")
     return values.unfold(0, window, 1).mean(dim=1)
 
 
@@ -153,6 +164,6 @@ def steps_to_accuracy(accuracy, level: float, *, window: int = 10) -> int | None
     over steps 1..window belongs to step ``window``), or None if the curve never gets there.
     """
     level = _validate.real(level, "level")
-    smoothed = moving_average(accuracy, window)
+    smoothed = _moving_average(accuracy, window, "accuracy")
     reached = torch.nonzero(smoothed >= level)
     return None if reached.numel() == 0 else int(reached[0, 0]) + window

@@ -60,7 +60,7 @@ def neighbour_similarity(similarity: torch.Tensor, offset: int = 1) -> float:
     n = similarity.shape[0]
     offset = _validate.integer(offset, "offset")
     if abs(offset) >= n:
-        raise ValueError(f"offset must satisfy |offset| < n = {n}, got {offset}")
+        raise ValueError(f"offset must satisfy |offset| < n = {n} (the size of similarity), got {offset}")
     return float(torch.diagonal(similarity, offset).mean())
 
 
@@ -73,7 +73,7 @@ def far_similarity(similarity: torch.Tensor, min_offset: int = 5) -> float:
     n = similarity.shape[0]
     min_offset = _validate.integer(min_offset, "min_offset", minimum=1)
     if min_offset >= n:
-        raise ValueError(f"min_offset must be below n = {n}, got {min_offset}")
+        raise ValueError(f"min_offset must be below n = {n} (the size of similarity), got {min_offset}")
     index = torch.arange(n)
     far = (index[None, :] - index[:, None]).abs() >= min_offset
     return float(similarity[far].mean())
@@ -93,7 +93,7 @@ def initialise_table(model, *, std: float, seed: int) -> None:
     if not isinstance(model.position, LearnedPosition):
         raise ValueError(f'model must have a learned position table (position="learned"), got {model.config.position!r}')
     std = _validate.real(std, "std", positive=True)
-    seed = _validate.integer(seed, "seed", minimum=0)
+    seed = _validate.seed(seed)
     weight = model.position.table.weight
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():

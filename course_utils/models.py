@@ -82,6 +82,18 @@ class ModelConfig:
             _validate.integer(self.n_outputs, "n_outputs", minimum=1)
         if self.d_ff is not None:
             _validate.integer(self.d_ff, "d_ff", minimum=1)
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """Refuse a model too big to build, naming the arguments that make it big."""
+        d, d_ff = self.d_model, self.d_ff or 4 * self.d_model
+        _validate.size_budget(self.vocab_size * d, "the token embedding [vocab_size, d_model]")
+        _validate.size_budget((self.n_outputs or self.vocab_size) * d, "the output layer [n_outputs, d_model]")
+        _validate.size_budget(self.max_len * d, "the position table [max_len, d_model]")
+        _validate.size_budget(self.n_layers * (4 * d * d + 2 * d * d_ff + 9 * d + d_ff),
+                              "the n_layers blocks of width d_model and d_ff")
+        _validate.size_budget(self.n_heads * (2 * self.relative_max_distance + 1),
+                              "the relative bias [n_heads, 2·relative_max_distance + 1]")
 
     @property
     def code_width(self) -> int:
@@ -218,7 +230,7 @@ class TinyTransformer(nn.Module):
         super().__init__()
         if not isinstance(config, ModelConfig):
             raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-        seed = _validate.integer(seed, "seed", minimum=0)
+        seed = _validate.seed(seed)
         self.config = config
         d, width = config.d_model, config.code_width
         with torch.random.fork_rng(devices=[]):
@@ -287,6 +299,8 @@ class TinyTransformer(nn.Module):
             raise ValueError(
                 f"tokens has {tokens.shape[1]} positions but the learned code has only max_len = {self.config.max_len} rows"
             )
+        batch, n = tokens.shape
+        _validate.size_budget(batch * self.config.n_heads * n * n, "the attention weights [batch, n_heads, n, n] of tokens")
         return tokens.long()
 
 

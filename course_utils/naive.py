@@ -32,7 +32,7 @@ def integer_encoding(positions, d_model: int, *, dtype: torch.dtype = torch.floa
     d_model = _validate.integer(d_model, "d_model", minimum=1)
     dtype = _validate.float_dtype(dtype)
     t = _positions(positions)
-    _validate.size_budget(t.numel() * d_model, "the position code")
+    _validate.size_budget(max(t.numel(), 1) * d_model, "the position code [len(positions), d_model]")
     return t[:, None].repeat(1, d_model).to(dtype)
 
 
@@ -52,7 +52,7 @@ def normalised_encoding(positions, d_model: int, *, length: int, dtype: torch.dt
         raise ValueError(
             f"positions must lie in 0 .. length - 1 = {length - 1} (a sentence of {length} tokens), got {bad:g}"
         )
-    _validate.size_budget(t.numel() * d_model, "the position code")
+    _validate.size_budget(max(t.numel(), 1) * d_model, "the position code [len(positions), d_model]")
     return (t / (length - 1))[:, None].repeat(1, d_model).to(dtype)
 
 
@@ -76,9 +76,10 @@ def one_hot_encoding(positions, max_len: int, *, dtype: torch.dtype = torch.floa
     tokens. Returns [n, max_len].
     """
     max_len = _validate.integer(max_len, "max_len", minimum=1)
+    _validate.size_budget(max_len, "max_len")  # one column per position, even for a single row
     dtype = _validate.float_dtype(dtype)
     t = _whole_positions(positions, max_len, f"position {{bad}} has no column in a one-hot code with max_len={max_len}")
-    _validate.size_budget(t.numel() * max_len, "the position code")
+    _validate.size_budget(max(t.numel(), 1) * max_len, "the position code [len(positions), max_len]")
     code = torch.zeros(t.numel(), max_len, dtype=dtype)
     code[torch.arange(t.numel()), t] = 1.0
     return code
@@ -98,7 +99,7 @@ def binary_encoding(positions, n_bits: int, *, signed: bool = False, dtype: torc
         raise TypeError(f"signed must be True or False, got {type(signed).__name__} {signed!r}")
     dtype = _validate.float_dtype(dtype)
     t = _whole_positions(positions, 2**n_bits, f"position {{bad}} does not fit in n_bits={n_bits} bits")
-    _validate.size_budget(t.numel() * n_bits, "the position code")
+    _validate.size_budget(t.numel() * n_bits, "the position code [len(positions), n_bits]")
     bits = (t[:, None] >> torch.arange(n_bits)[None, :]) & 1
     code = bits.to(torch.float64)
     if signed:

@@ -6,8 +6,26 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.axes import Axes
 
 from . import _validate
+
+
+def _axes(ax):
+    """``ax`` when it is a matplotlib Axes to draw into, None for a new figure; anything else is refused."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes (e.g. from plt.subplots()) or None, got {type(ax).__name__}")
+    return ax
+
+
+def _drawable(matrix, name: str) -> torch.Tensor:
+    """A non-empty 2-D float tensor with finite entries, detached on the CPU; bfloat16 becomes float32
+    (NumPy, and so matplotlib, has no bfloat16)."""
+    matrix = _validate.matrix(matrix, name)
+    if not matrix.numel():
+        raise ValueError(f"{name} must have at least one row and one column, got shape {tuple(matrix.shape)}")
+    matrix = matrix.detach().cpu()
+    return matrix.float() if matrix.dtype == torch.bfloat16 else matrix
 
 
 def attention_heatmap(weights: torch.Tensor, labels: Sequence[str], *, title: str, ax=None):
@@ -16,7 +34,7 @@ def attention_heatmap(weights: torch.Tensor, labels: Sequence[str], *, title: st
     Rows are queries ("who is looking"), columns are keys ("who is looked at"); the colour is
     the weight, 0 to 1 (viridis). Returns the matplotlib Axes.
     """
-    weights = _validate.matrix(weights, "weights")
+    weights = _drawable(weights, "weights")
     n_q, n_k = weights.shape
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise TypeError(f"labels must be a sequence of token strings, got {type(labels).__name__}")
@@ -27,9 +45,9 @@ def attention_heatmap(weights: torch.Tensor, labels: Sequence[str], *, title: st
         )
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
-    if ax is None:
+    if _axes(ax) is None:
         _, ax = plt.subplots(figsize=(3.6, 3.2))
-    image = ax.imshow(weights.detach().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+    image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
     ax.set_xticks(range(n_k), labels, rotation=45, ha="right")
     ax.set_yticks(range(n_q), labels)
     ax.set_xlabel("key (attended to)")
@@ -45,12 +63,13 @@ def code_heatmap(code: torch.Tensor, *, title: str, ax=None, signed: bool = True
     signed=True uses a diverging map (RdBu) centred on 0 for codes in [-1, 1]; signed=False
     uses viridis for magnitudes. Returns the matplotlib Axes.
     """
-    code = _validate.matrix(code, "code")
+    code = _drawable(code, "code")
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
-    if ax is None:
+    signed = _validate.flag(signed, "signed")
+    if _axes(ax) is None:
         _, ax = plt.subplots(figsize=(6.4, 3.6))
-    values = code.detach().cpu().numpy()
+    values = code.numpy()
     if signed:
         limit = max(float(abs(values).max()), 1e-12)
         image = ax.imshow(values, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
@@ -74,10 +93,11 @@ def similarity_vs_offset(codes: dict, *, title: str, reference: int = 0, normali
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     reference = _validate.integer(reference, "reference", minimum=0)
-    if ax is None:
+    normalise = _validate.flag(normalise, "normalise")
+    if _axes(ax) is None:
         _, ax = plt.subplots(figsize=(6.4, 3.6))
     for label, code in codes.items():
-        code = _validate.matrix(code, f"codes[{label!r}]").detach().cpu().double()
+        code = _drawable(code, f"codes[{label!r}]").double()
         if reference >= code.shape[0]:
             raise ValueError(f"reference must be a row of every code; codes[{label!r}] has {code.shape[0]} rows")
         rows = code[reference:]
@@ -100,13 +120,13 @@ def matrix_heatmap(matrix: torch.Tensor, *, title: str, ax=None, xlabel: str = "
     Diverging map (RdBu) centred on 0, symmetric limits; blue is positive, red negative.
     Returns the matplotlib Axes.
     """
-    matrix = _validate.matrix(matrix, "matrix")
+    matrix = _drawable(matrix, "matrix")
     for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be a string, got {type(text).__name__}")
-    if ax is None:
+    if _axes(ax) is None:
         _, ax = plt.subplots(figsize=(4.4, 3.6))
-    values = matrix.detach().cpu().double().numpy()
+    values = matrix.double().numpy()
     limit = max(float(abs(values).max()), 1e-12)
     image = ax.imshow(values, cmap="RdBu", vmin=-limit, vmax=limit, interpolation="nearest")
     ax.set_xlabel(xlabel)
@@ -166,7 +186,15 @@ def layer_curves(curves: dict, *, title: str, ylabel: str, ax=None, chance: floa
     lengths = {len(v) for v in rows.values()}
     if len(lengths) != 1 or 0 in lengths:
         raise ValueError(f"curves must all have the same, non-zero number of layers, got lengths {sorted(lengths)}")
-    if ax is None:
+    if chance is not None:
+        chance = _validate.real(chance, "chance")
+    if ylim is not None:
+        if not isinstance(ylim, (tuple, list)) or len(ylim) != 2:
+            raise TypeError(f"ylim must be a pair (bottom, top) or None, got {ylim!r}")
+        ylim = (_validate.real(ylim[0], "ylim[0]"), _validate.real(ylim[1], "ylim[1]"))
+        if ylim[0] == ylim[1]:
+            raise ValueError(f"ylim must have bottom != top, got {ylim}")
+    if _axes(ax) is None:
         _, ax = plt.subplots(figsize=(5.2, 3.6))
     n_points = lengths.pop()
     colours = plt.cm.viridis([0.0, 0.5, 0.82, 0.3, 0.65][: len(rows)] if len(rows) <= 5
@@ -175,7 +203,7 @@ def layer_curves(curves: dict, *, title: str, ylabel: str, ax=None, chance: floa
     for i, ((label, values), colour) in enumerate(zip(rows.items(), colours)):
         ax.plot(range(n_points), values, marker=markers[i % len(markers)], color=colour, label=str(label))
     if chance is not None:
-        ax.axhline(_validate.real(chance, "chance"), color="0.5", linestyle="--", linewidth=1, label="chance")
+        ax.axhline(chance, color="0.5", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(range(n_points), ["input", *(str(i) for i in range(1, n_points))])
     ax.set_xlabel("layer (input, then after block ℓ)")
     ax.set_ylabel(ylabel)

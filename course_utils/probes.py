@@ -34,6 +34,9 @@ def _features_labels(features, labels) -> tuple[torch.Tensor, torch.Tensor]:
         )
     if labels.numel() and labels.min() < 0:
         raise ValueError("labels must be non-negative class ids")
+    if labels.numel():  # one column (one-hot) or one group mean per class id up to the largest
+        _validate.size_budget((features.shape[0] + features.shape[1] + 1) * (int(labels.max()) + 1),
+                              "the per-class tables [len(labels) + d + 1, labels.max() + 1]")
     return features.detach().double(), labels.long()
 
 
@@ -48,11 +51,12 @@ def linear_probe(features, labels, *, test_fraction: float = 0.5, ridge: float =
     if test_fraction >= 1:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
     ridge = _validate.real(ridge, "ridge", positive=True)
-    seed = _validate.integer(seed, "seed", minimum=0)
+    seed = _validate.seed(seed)
     n = features.shape[0]
     n_test = int(round(n * test_fraction))
     if n_test < 1 or n - n_test < 2:
-        raise ValueError(f"features must have enough rows to split into fit and held-out parts, got {n}")
+        raise ValueError(f"features must have enough rows to split into fit and held-out parts with "
+                         f"test_fraction = {test_fraction:g}, got {n}")
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     test, fit = order[:n_test], order[n_test:]
     design = torch.cat([features, torch.ones(n, 1, dtype=features.dtype)], dim=1)

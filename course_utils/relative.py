@@ -37,7 +37,7 @@ def offset_matrix(
     k = _validate.real(k, "k")
     d_model = _validate.d_model(d_model)
     dtype = _validate.float_dtype(dtype)
-    _validate.size_budget(d_model * d_model, "the offset matrix")
+    _validate.size_budget(d_model * d_model, "the offset matrix [d_model, d_model]")
     angle = frequencies(d_model, base=base) * k  # [d_model/2], float64
     cos, sin = torch.cos(angle), torch.sin(angle)
     s, c = pair_columns(d_model, layout)
@@ -94,11 +94,12 @@ def fit_offset_map(
     """
     k = _validate.real(k, "k")
     d_model = _validate.d_model(d_model)
-    steps = _validate.integer(steps, "steps", minimum=1)
+    steps = _validate.steps(steps, "steps")
     lr = _validate.real(lr, "lr", positive=True)
     n_positions = _validate.integer(n_positions, "n_positions", minimum=1)
-    _validate.size_budget(n_positions * d_model, "the training positions")
-    seed = _validate.integer(seed, "seed", minimum=0)
+    _validate.size_budget(d_model * d_model, "the map [d_model, d_model]")
+    _validate.size_budget(n_positions * d_model, "the training positions [n_positions, d_model]")
+    seed = _validate.seed(seed)
     omega = frequencies(d_model, base=base)
     if max_position is None:
         max_position = 2 * math.pi / omega[-1].item()

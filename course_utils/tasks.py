@@ -67,13 +67,15 @@ def make_batch(
     task = _validate.choice(task, "task", TASKS)
     batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     length = _validate.integer(length, "length", minimum=1)
-    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2)
+    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2, maximum=2**63 - 1)  # ids are int64
     offset = _validate.integer(offset, "offset", minimum=1)
     if not isinstance(bos, bool):
         raise TypeError(f"bos must be True or False, got {bos!r}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    _validate.size_budget(batch_size * length, "the batch")
+    _validate.size_budget(batch_size * length, "the batch [batch_size, length]")
+    if task == "count":  # every token is compared with every other
+        _validate.size_budget(batch_size * length * length, "the count comparisons [batch_size, length, length]")
     if task == "copy_offset" and offset >= length:
         raise ValueError(f"offset must be smaller than length for copy_offset, got offset {offset}, length {length}")
 

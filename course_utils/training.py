@@ -34,7 +34,8 @@ class History:
         return sum(tail) / len(tail)
 
 
-def _check_model_task(model, task: str, lengths) -> tuple[str, tuple[int, int]]:
+def _check_model_task(model, task: str, lengths, batch_size, *, name: str = "lengths") -> tuple[str, tuple[int, int]]:
+    """Check the model, task, sequence lengths and batch size together; ``name`` is the length argument."""
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     task = _validate.choice(task, "task", TASKS)
@@ -42,13 +43,19 @@ def _check_model_task(model, task: str, lengths) -> tuple[str, tuple[int, int]]:
         raise TypeError(f"lengths must be a pair (shortest, longest), got {lengths!r}")
     shortest = _validate.integer(lengths[0], "lengths[0]", minimum=1)
     longest = _validate.integer(lengths[1], "lengths[1]", minimum=shortest)
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     config = model.config
+    if config.position == "learned" and longest > config.max_len:
+        raise ValueError(f"{name} goes up to {longest} but the model's learned code has only max_len = "
+                         f"{config.max_len} rows")
+    _validate.size_budget(batch_size * config.n_heads * longest * longest,
+                          f"the attention weights [batch_size, n_heads, {name}, {name}]")
     needed = n_classes(task, vocab_size=config.vocab_size, max_len=config.max_len)
     outputs = config.n_outputs or config.vocab_size
     if outputs != needed:
         raise ValueError(f"task {task!r} needs a model with n_outputs = {needed}, the model has {outputs}")
     if task in ("own_index", "count") and longest > config.max_len:
-        raise ValueError(f"task {task!r} has classes up to max_len = {config.max_len}; longest length is {longest}")
+        raise ValueError(f"task {task!r} has classes up to max_len = {config.max_len}; {name} goes up to {longest}")
     return task, (shortest, longest)
 
 
@@ -79,11 +86,14 @@ def train(
     ``lengths`` = (shortest, longest), inclusive. ``offset`` (for "copy_offset") and ``bos``
     (start every sequence with marker token 0) are passed to make_batch.
     """
-    task, (shortest, longest) = _check_model_task(model, task, lengths)
-    steps = _validate.integer(steps, "steps", minimum=1)
+    task, (shortest, longest) = _check_model_task(model, task, lengths, batch_size)
+    steps = _validate.steps(steps, "steps")
     batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     lr = _validate.real(lr, "lr", positive=True)
-    seed = _validate.integer(seed, "seed", minimum=0)
+    if lr > 1:
+        raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), got {lr}")
+    seed = _validate.seed(seed)
+    progress = _validate.flag(progress, "progress")
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history = History()
@@ -117,9 +127,10 @@ def evaluate(
     bos: bool = False,
 ) -> float:
     """Accuracy of ``model`` on fresh ``task`` sequences of exactly ``length`` tokens (scored positions)."""
-    task, _ = _check_model_task(model, task, (length, length))
-    n_batches = _validate.integer(n_batches, "n_batches", minimum=1)
-    generator = torch.Generator().manual_seed(_validate.integer(seed, "seed", minimum=0))
+    length = _validate.integer(length, "length", minimum=1)
+    task, _ = _check_model_task(model, task, (length, length), batch_size, name="length")
+    n_batches = _validate.steps(n_batches, "n_batches")
+    generator = torch.Generator().manual_seed(_validate.seed(seed))
     was_training = model.training
     model.eval()
     correct = total = 0
@@ -141,9 +152,8 @@ def accuracy_by_position(model: TinyTransformer, task: str, *, length: int, bos:
     Positions that the task does not score (e.g. position 0 of "previous_token") are NaN.
     """
     length = _validate.integer(length, "length", minimum=1)
-    task, _ = _check_model_task(model, task, (length, length))
-    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
-    seed = _validate.integer(seed, "seed", minimum=0)
+    task, _ = _check_model_task(model, task, (length, length), batch_size, name="length")
+    seed = _validate.seed(seed)
     if not isinstance(bos, bool):
         raise TypeError(f"bos must be True or False, got {bos!r}")
     batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,

@@ -152,7 +152,7 @@ def random_moves(explorer: Explorer, n: int = 20, *, seed: int = 0) -> list[dict
     if not isinstance(explorer, Explorer):
         raise TypeError(f"explorer must be an Explorer (from a *_explorer function), got {type(explorer).__name__}")
     n = _validate.integer(n, "n", minimum=1)
-    seed = _validate.integer(seed, "seed", minimum=0)
+    seed = _validate.seed(seed)
     rng = random.Random(seed)
     moves = []
     for _ in range(n):

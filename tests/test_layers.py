@@ -174,7 +174,7 @@ def test_steps_to_accuracy_counts_steps_from_one():
     (lambda: moving_average(torch.zeros(2, 2), 1), ValueError, "values"),
     (lambda: moving_average([1.0, "a"], 1), TypeError, "values"),
     (lambda: steps_to_accuracy([0.5], "high"), TypeError, "level"),
-    (lambda: steps_to_accuracy(None, 0.5), TypeError, "values"),
+    (lambda: steps_to_accuracy(None, 0.5), TypeError, "accuracy"),
 ])
 def test_curve_helpers_reject_bad_arguments(call, error, name):
     with pytest.raises(error, match=name):

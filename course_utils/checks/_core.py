@@ -64,9 +64,9 @@ def as_array(value, shape: tuple[int, ...], shown: str, *, what: str = "a tensor
         raise NotYet(f"for {shown} your function returned None. Did you forget `return`?")
     if isinstance(value, tuple):
         raise NotYet(f"for {shown} your function returned a tuple of {len(value)} items; return only {what}.")
+    if is_complex(value):
+        raise NotYet(f"for {shown} your function returned complex numbers; expected real numbers.")
     if isinstance(value, torch.Tensor):
-        if value.is_complex():
-            raise NotYet(f"for {shown} your function returned a complex tensor; expected real numbers.")
         array = value.detach().cpu().to(torch.float64).numpy()
     else:
         try:
@@ -80,9 +80,21 @@ def as_array(value, shape: tuple[int, ...], shown: str, *, what: str = "a tensor
     return array
 
 
+def is_complex(value) -> bool:
+    """True for a complex tensor, NumPy array or number: converting it to float would drop the imaginary part."""
+    if isinstance(value, torch.Tensor):
+        return value.is_complex()
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype.kind == "c"
+    return isinstance(value, complex)
+
+
 def fmt(array) -> str:
     """A short, rounded rendering of an array for a one-line message."""
-    array = np.round(np.asarray(array, dtype=np.float64), 3) + 0.0  # + 0.0 turns -0.0 into 0.0
+    array = np.asarray(array, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # rounding 1e308 to 3 decimals overflows
+        rounded = np.round(array, 3)
+    array = np.where(np.isfinite(rounded), rounded, array) + 0.0  # + 0.0 turns -0.0 into 0.0
     if array.ndim == 0:
         return f"{array:g}"
     if array.size <= 16:

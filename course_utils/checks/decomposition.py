@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from ._core import NotYet, as_array, call, close, diagnose, fmt, verdict
+from ._core import NotYet, as_array, call, close, diagnose, fmt, is_complex, verdict
 
 
 def _term_cases():
@@ -25,7 +25,8 @@ def check_token_position_term(token_position_term) -> str:
         args = tuple(torch.tensor(a, dtype=torch.float64) for a in (x, f, w_q, w_k))
         raw = call(token_position_term, args, shown)
         expected = (x @ w_q) @ (f @ w_k).T
-        if isinstance(raw, (torch.Tensor, np.ndarray)) and tuple(np.shape(raw)) == expected.T.shape != expected.shape:
+        if isinstance(raw, (torch.Tensor, np.ndarray)) and not is_complex(raw) \
+                and tuple(np.shape(raw)) == expected.T.shape != expected.shape:
             if close(np.asarray(torch.as_tensor(raw).double()), expected.T):
                 raise NotYet(
                     f"for {shown} you returned shape {expected.T.shape}: that is the position–token term "
@@ -75,7 +76,7 @@ def check_is_offset_only(is_offset_only) -> str:
     for label, matrix, expected in _offset_only_cases():
         shown = f"{label} {fmt(matrix)}"
         got = call(is_offset_only, (torch.tensor(matrix),), shown)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
+        if isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool:
             got = bool(got.item())
         if not isinstance(got, (bool, np.bool_)):
             raise NotYet(f"for {label} your function returned {type(got).__name__}; return True or False.")

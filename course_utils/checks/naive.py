@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._core import NotYet, as_array, call, close, diagnose, fmt, verdict
+from ._core import NotYet, as_array, call, close, diagnose, fmt, is_complex, verdict
 
 
 def _normalised_reference(length: int) -> np.ndarray:
@@ -49,7 +49,7 @@ def _loose_vector(value) -> np.ndarray | None:
     """The learner's result as a float64 array of any shape, or None if it is not one."""
     if isinstance(value, torch.Tensor) and not value.is_complex():
         return value.detach().cpu().to(torch.float64).numpy()
-    if isinstance(value, (list, np.ndarray)):
+    if isinstance(value, (list, np.ndarray)) and not is_complex(value):
         try:
             return np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):

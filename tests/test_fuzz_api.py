@@ -1,0 +1,1256 @@
+"""Fuzzing every public function of course_utils with wrong arguments (issue 6).
+
+The project standard: every public function checks its inputs and raises ValueError or TypeError
+naming the argument and what was expected, never an IndexError, a RuntimeError from inside torch,
+a ZeroDivisionError or an AttributeError; huge sizes are refused by ``_validate.size_budget``
+before anything is allocated; and a valid call returns the shape its docstring promises.
+
+``CASES`` has one entry per name in ``course_utils.__all__`` (``RECORDS`` lists the plain result
+containers), and each entry names every parameter of its function, so a new public function or a
+new parameter without a fuzz entry fails ``test_every_public_name_and_parameter_is_fuzzed``.
+An entry gives a Hypothesis strategy for valid keyword arguments (tiny sizes), what each argument
+accepts (a ``Kind``: a value the kind refuses must raise) and the documented result. The tests:
+
+- valid calls (Hypothesis) give the documented result;
+- every argument of a valid call, swapped in turn for every value of a fixed junk list (wrong types,
+  NaN/inf, empty and wrong-rank tensors, int/bool/complex/half dtypes, negative, huge and 2**64
+  sizes, ...), and Hypothesis-drawn junk in a random argument: the call either works (and still gives
+  the documented result) or raises ValueError/TypeError from course_utils code whose message names
+  that argument;
+- all float tensors at once in float16, bfloat16 or float64: works or is refused by name.
+
+Every call runs under a time limit (a hang fails), with warnings as errors, and the module runs under
+an address-space ceiling, so an allocation the size budget missed fails the test, not the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import math
+import numbers
+import random
+import re
+import signal
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import HealthCheck, Phase, find, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.errors import NoSuchExample  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+import course_utils as cu  # noqa: E402
+from course_utils import _validate  # noqa: E402
+from course_utils.combine import Recovery  # noqa: E402
+from course_utils.decomposition import FourTerms  # noqa: E402
+from course_utils.layers import LayerProfile, ResidualFeatures  # noqa: E402
+from course_utils.models import (ATTENTION_CODES, COMBINES, INPUT_CODES, POSITIONS, ModelConfig,  # noqa: E402
+                                 TinyTransformer)
+from course_utils.probes import ProbeResult  # noqa: E402
+from course_utils.tasks import TASKS, Batch  # noqa: E402
+from course_utils.training import History  # noqa: E402
+
+PACKAGE = Path(cu.__file__).resolve().parent
+TIME_LIMIT = 5.0  # seconds for one call; tiny inputs take milliseconds
+MEMORY_HEADROOM = 3 * 2**30  # bytes of address space a call may add; MAX_ELEMENTS float64 is 0.4 GB
+HUGE = 10**9  # a size at least this large must be refused (MAX_ELEMENTS is 5·10⁷)
+LARGE = 50_000  # a length that passes a one-dimensional budget but not a squared one
+EXAMPLES = 25
+
+# The plain result containers: built by the library and handed back, not validated on construction.
+RECORDS = {"FourTerms", "LayerProfile", "Recovery", "ResidualFeatures"}
+
+
+# --- limits: time and memory -----------------------------------------------------------------------
+
+class _OutOfTime(BaseException):
+    """Raised by the alarm; a BaseException so no `except Exception` in the code under test eats it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    def alarm(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _OutOfTime:
+        raise AssertionError(f"the call did not finish within {seconds:g} s (a hang, or a size not refused)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def memory_ceiling():
+    """Cap the address space at its current size plus MEMORY_HEADROOM for this module's tests."""
+    try:
+        import resource
+    except ImportError:  # not on Linux: no ceiling, the time limit still applies
+        yield
+        return
+    status = Path("/proc/self/status")
+    if not status.exists():
+        yield
+        return
+    size = int(re.search(r"VmSize:\s+(\d+) kB", status.read_text()).group(1)) * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    ceiling = size + MEMORY_HEADROOM
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+# --- what an argument accepts ---------------------------------------------------------------------
+
+def _int_like(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    return (isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point()
+            and not value.is_complex() and value.dtype != torch.bool)
+
+
+def _real_like(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.ndim == 0 and value.dtype != torch.bool and not value.is_complex()
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """An argument with no fixed rule: any exception it causes must still name it."""
+
+    def refuses(self, value) -> bool:
+        """True when ``value`` must be refused with a ValueError or TypeError."""
+        return False
+
+    def skip(self, value) -> bool:
+        """True for junk that is valid but slow here (e.g. 50,000 training steps): not generated."""
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Int(Kind):
+    """An integer >= minimum (bools refused); at most ``maximum`` when given."""
+
+    minimum: int = 0
+    maximum: int | None = None
+
+    def refuses(self, value) -> bool:
+        if not _int_like(value):
+            return True
+        value = int(value)
+        return value < self.minimum or (self.maximum is not None and value > self.maximum)
+
+
+@dataclasses.dataclass(frozen=True)
+class Size(Int):
+    """A count that sets how much is allocated or computed: a HUGE one must be refused."""
+
+    maximum: int | None = HUGE - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Steps(Size):
+    """A number of steps or batches: refused when HUGE; a merely large one is valid but slow."""
+
+    def skip(self, value) -> bool:
+        return _int_like(value) and 40 < int(value) < HUGE
+
+
+@dataclasses.dataclass(frozen=True)
+class Seed(Int):
+    """A seed for torch.Generator.manual_seed: 0 .. 2**64 - 1."""
+
+    maximum: int | None = 2**64 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Bool(Kind):
+    def refuses(self, value) -> bool:
+        return not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Real(Kind):
+    """A finite real number (ints allowed, bools refused); > 0 when positive."""
+
+    positive: bool = False
+
+    def refuses(self, value) -> bool:
+        if not _real_like(value):
+            return True
+        value = float(value)
+        return not math.isfinite(value) or (self.positive and value <= 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice(Kind):
+    options: tuple[str, ...] = ()
+
+    def refuses(self, value) -> bool:
+        return not (isinstance(value, str) and value in self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatDtype(Kind):
+    def refuses(self, value) -> bool:
+        return value not in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+@dataclasses.dataclass(frozen=True)
+class Text(Kind):
+    def refuses(self, value) -> bool:
+        return not isinstance(value, str)
+
+
+@dataclasses.dataclass(frozen=True)
+class AxesOrNone(Kind):
+    def refuses(self, value) -> bool:
+        return not (value is None or isinstance(value, Axes))
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance(Kind):
+    """An object of one class (a model, a config, a batch, ...)."""
+
+    cls: type = object
+
+    def refuses(self, value) -> bool:
+        return not isinstance(value, self.cls)
+
+
+ANY = Kind()
+
+
+# --- junk ---------------------------------------------------------------------------------------
+
+def _raises(*args, **kwargs):
+    raise RuntimeError("junk callable")
+
+
+def _tiny_model(**overrides) -> TinyTransformer:
+    settings_ = dict(vocab_size=6, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    settings_.update(overrides)
+    return TinyTransformer(ModelConfig(**settings_), seed=0)
+
+
+def _fixed_junk() -> list:
+    return [
+        None, True, False, 0, 1, 2, 3, -1, -7, LARGE, HUGE, 10**12, -(10**12), 2**63, 2**64,
+        0.5, -2.5, 1e300, -0.0, float("nan"), float("inf"), float("-inf"), 1 + 2j,
+        "", "text", "reverse", "interleaved", b"bytes", [], [1, 2, 3], [[1.0], [2.0, 3.0]], ["a", "b"], [None],
+        (1.0, 2.0), (3,), {}, {"a": 1}, {"a": torch.zeros(2, 2)}, set(), object(), _raises, range(3), range(0),
+        range(-3, 3), np.float64("nan"), np.int64(4), np.float32(0.5), np.bool_(True), np.array([1.0, 2.0]),
+        np.zeros((2, 2)), np.array(["a"]), np.array([1 + 1j]), torch.tensor(3), torch.tensor(-2), torch.tensor(2.5),
+        torch.tensor(float("nan")), torch.tensor(True), torch.tensor(1 + 1j), torch.tensor([1, 2]),
+        torch.float16, torch.bfloat16, torch.int64, torch.bool, torch.complex64, torch.Generator(),
+        torch.nn.Linear(2, 2), _tiny_model(position="rope"), _tiny_model(position="learned", max_len=2),
+        _tiny_model(vocab_size=3, n_outputs=5), _tiny_model(n_layers=0),
+        Batch(tokens=torch.full((2, 3), 50), targets=torch.zeros(2, 3, dtype=torch.long),
+              scored=torch.ones(2, 3, dtype=torch.bool)),
+        plt.figure,  # a function where an Axes might go
+        *_fixed_tensors(),
+    ]
+
+
+def _fixed_tensors() -> list[torch.Tensor]:
+    """Empty, wrong-rank, non-finite and wrong-dtype tensors."""
+    generator = torch.Generator().manual_seed(0)
+    shapes = ((0,), (0, 0), (0, 3), (3, 0), (2, 2, 0), (3,), (2, 3), (3, 3), (2, 3, 3))
+    tensors = [torch.randn(shape, generator=generator) for shape in shapes]
+    square = torch.randn(3, 3, generator=generator)
+    tensors += [square.masked_fill(torch.eye(3, dtype=torch.bool), value) for value in (float("nan"), float("inf"))]
+    tensors += [square.to(dtype) for dtype in (torch.float16, torch.bfloat16, torch.float64, torch.complex64)]
+    tensors += [(square * 3).long(), square > 0, torch.ones(1, 1, dtype=torch.float64)]
+    # integer ids: no sequences, a valid batch, 0 .. 3, and one id far beyond any vocabulary or class count
+    tensors += [torch.zeros(0, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long), torch.arange(4),
+                torch.tensor([0, 1, 2, 2**40])]
+    return tensors
+
+
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8,
+           torch.bool, torch.complex64)
+
+
+@st.composite
+def junk_tensors(draw):
+    """Small tensors of any dtype and shape (empty ones included), with NaN, inf or huge entries."""
+    shape = draw(st.lists(st.integers(0, 4), max_size=4))
+    dtype = draw(st.sampled_from(_DTYPES))
+    fill = draw(st.sampled_from(("random", "nan", "inf", "zeros", "huge")))
+    values = torch.randn(shape, generator=torch.Generator().manual_seed(draw(st.integers(0, 2**16))),
+                         dtype=torch.float64)
+    if fill == "zeros":
+        values.zero_()
+    elif fill == "huge":
+        values = values * 1e12
+    elif fill in ("nan", "inf") and values.numel() and (dtype.is_floating_point or dtype.is_complex):
+        values.view(-1)[0] = float(fill)
+    if dtype.is_complex:
+        return values.to(dtype) * (1 + 1j)
+    if dtype == torch.bool:
+        return values > 0
+    if not dtype.is_floating_point:
+        values = (values * 3).round()
+        return (values.abs() if dtype == torch.uint8 else values).clamp(-(2**31), 2**31 - 1).to(dtype)
+    return values.to(dtype)
+
+
+def junk() -> st.SearchStrategy:
+    tensors = junk_tensors()
+    return st.one_of(
+        st.sampled_from(_fixed_junk()),
+        tensors,
+        tensors.filter(lambda t: t.dtype != torch.bfloat16).map(lambda t: t.numpy()),
+        tensors.map(lambda t: t.tolist()),
+        st.integers(-5, 40),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=5),
+    )
+
+
+JUNK = junk()
+
+
+# --- valid inputs ---------------------------------------------------------------------------------
+
+def _randn(draw, *shape, dtype=None) -> torch.Tensor:
+    dtype = dtype or draw(st.sampled_from((torch.float32, torch.float64)))
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+small = st.integers(1, 4)
+even = st.sampled_from((2, 4, 6))
+dtypes = st.sampled_from((torch.float32, torch.float64, torch.float16, torch.bfloat16))
+seeds = st.integers(0, 1000)
+models = st.sampled_from(sorted(POSITIONS)).map(lambda position: _MODELS[position])
+_MODELS = {position: _tiny_model(position=position) for position in POSITIONS}
+
+
+@st.composite
+def positions_arg(draw, *, limit: int | None = None):
+    """An int n or a 1-D list/tensor of positions (whole numbers below ``limit`` when given)."""
+    if draw(st.booleans()):
+        return draw(st.integers(0, min(6, limit) if limit else 6))
+    values = draw(st.lists(st.integers(0, limit - 1) if limit else st.floats(-50, 50), max_size=6))
+    return torch.tensor(values, dtype=torch.float64) if draw(st.booleans()) else values
+
+
+def _n(positions) -> int:
+    return positions if isinstance(positions, int) else len(positions)
+
+
+def fresh_model(**overrides) -> st.SearchStrategy:
+    """A new tiny model per example, for functions that change the model they are given."""
+    return st.builds(lambda: _tiny_model(**overrides))
+
+
+@st.composite
+def tokens_for(draw, model: TinyTransformer, *, batch: bool = True):
+    n = draw(st.integers(1, model.config.max_len))
+    shape = (draw(small), n) if batch else (n,)
+    generator = torch.Generator().manual_seed(draw(seeds))
+    return torch.randint(0, model.config.vocab_size, shape, generator=generator)
+
+
+@st.composite
+def square(draw, *, min_n=1, batch=False):
+    n = draw(st.integers(min_n, 5))
+    lead = (draw(st.integers(1, 2)),) if batch and draw(st.booleans()) else ()
+    return _randn(draw, *lead, n, n)
+
+
+@st.composite
+def model_config_kwargs(draw) -> dict:
+    n_heads = draw(st.sampled_from((1, 2)))
+    d_model = 2 * n_heads * draw(st.integers(1, 3))
+    position = draw(st.sampled_from(sorted(POSITIONS)))
+    can_concat = position in INPUT_CODES and d_model >= 4
+    combine = draw(st.sampled_from(COMBINES)) if can_concat else "add"
+    concat = combine == "concat"
+    return dict(
+        vocab_size=draw(st.integers(1, 8)), d_model=d_model, n_heads=n_heads, n_layers=draw(st.integers(0, 2)),
+        max_len=draw(st.integers(1, 8)), position=position, combine=combine,
+        position_scale=draw(st.floats(-2, 2)),
+        d_position=draw(st.sampled_from(range(2, d_model, 2))) if concat else None,
+        causal=draw(st.booleans()),
+        reapply_position=draw(st.booleans()) if position not in ATTENTION_CODES and not concat else False,
+        n_outputs=draw(st.none() | st.integers(1, 8)), d_ff=draw(st.none() | st.integers(1, 16)),
+        relative_max_distance=draw(st.integers(1, 4)),
+    )
+
+
+# --- the fuzz table ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Case:
+    """How to fuzz one public name.
+
+    valid: a strategy for keyword arguments that must work (tiny sizes).
+    kinds: what each argument accepts (every argument is listed; ANY when there is no simple rule).
+    expect(kwargs, result): asserts the documented result, e.g. its shape.
+    call: how to call it (default: the public object itself with the keyword arguments).
+    examples: Hypothesis examples per test (fewer for plots and training).
+    partners: arguments that must agree (a model and its tokens); when they do not, the message may
+        name either one.
+    """
+
+    valid: st.SearchStrategy
+    kinds: dict[str, Kind]
+    expect: Callable[[dict, object], None]
+    call: Callable | None = None
+    examples: int = EXAMPLES
+    partners: tuple[str, ...] = ()
+
+
+def shape_is(*shape) -> Callable:
+    def check(out):
+        assert isinstance(out, torch.Tensor), f"expected a tensor, got {type(out).__name__}"
+        assert tuple(out.shape) == tuple(shape), f"expected shape {tuple(shape)}, got {tuple(out.shape)}"
+    return check
+
+
+def is_float(out, low=-math.inf, high=math.inf):
+    assert isinstance(out, float) and low <= out <= high, out
+
+
+def _call_with(fn, **fixed):
+    return lambda **kw: fn(**fixed, **kw)
+
+
+@st.composite
+def _attention_kwargs(draw):
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    n_q, n_k, d_k, d_v = (draw(small) for _ in range(4))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    kw = dict(q=_randn(draw, *lead, n_q, d_k, dtype=dtype), k=_randn(draw, *lead, n_k, d_k, dtype=dtype),
+              v=_randn(draw, *lead, n_k, d_v, dtype=dtype), mask=None)
+    if draw(st.booleans()):
+        mask = _randn(draw, n_q, n_k) > 0
+        mask[:, 0] = True
+        kw["mask"] = mask
+    return kw
+
+
+@st.composite
+def _add_learned_kwargs(draw):
+    n, d = draw(small), draw(small)
+    lead = (draw(small),) if draw(st.booleans()) else ()
+    return dict(x=_randn(draw, *lead, n, d), table=_randn(draw, n + draw(st.integers(0, 3)), d))
+
+
+@st.composite
+def _heatmap_kwargs(draw):
+    n = draw(small)
+    return dict(weights=torch.softmax(_randn(draw, n, n), dim=-1), labels=[f"t{i}" for i in range(n)],
+                title=draw(st.text(max_size=5)), ax=None)
+
+
+@st.composite
+def _binary_kwargs(draw):
+    n_bits = draw(st.integers(1, 6))
+    return dict(positions=draw(positions_arg(limit=2**n_bits)), n_bits=n_bits, signed=draw(st.booleans()),
+                dtype=draw(dtypes))
+
+
+@st.composite
+def _bos_kwargs(draw):
+    t = draw(st.one_of(st.integers(0, 20), st.lists(st.integers(0, 20), max_size=4),
+                       st.lists(st.integers(0, 20), max_size=4).map(lambda v: torch.tensor(v, dtype=torch.long))))
+    return dict(t=t, bias=draw(st.floats(-5, 5)))
+
+
+@st.composite
+def _rows(draw, *, min_rows=1, d=None, nonzero=True):
+    n, d = draw(st.integers(min_rows, 5)), d or draw(small)
+    matrix = _randn(draw, n, d)
+    if nonzero:
+        matrix[:, 0] = matrix[:, 0].sign() + matrix[:, 0]  # |entry| >= 1: no row of zeros
+    return matrix
+
+
+@st.composite
+def _two_sets(draw, names, min_rows=1):
+    d = draw(small)
+    return {name: draw(_rows(min_rows=min_rows, d=d)) for name in names}
+
+
+@st.composite
+def _four_term_kwargs(draw):
+    n_x, n_y, d, d_k = (draw(small) for _ in range(4))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return dict(x=_randn(draw, n_x, d, dtype=dtype), e=_randn(draw, n_x, d, dtype=dtype),
+                y=_randn(draw, n_y, d, dtype=dtype), f=_randn(draw, n_y, d, dtype=dtype),
+                w_q=_randn(draw, d, d_k, dtype=dtype), w_k=_randn(draw, d, d_k, dtype=dtype))
+
+
+@st.composite
+def _four_terms(draw):
+    n = draw(small)
+    return FourTerms(*(_randn(draw, n, n) for _ in range(4)))
+
+
+@st.composite
+def _features(draw):
+    model = draw(models)
+    batch = cu.make_batch("reverse", batch_size=draw(st.integers(2, 3)), length=draw(st.integers(2, 4)),
+                          vocab_size=6, generator=torch.Generator().manual_seed(draw(seeds)))
+    return cu.residual_features(model, batch)
+
+
+@st.composite
+def _probe_kwargs(draw):
+    n = draw(st.integers(4, 10))
+    labels = torch.arange(n) % draw(st.integers(1, 3))
+    return dict(features=_randn(draw, n, draw(small)), labels=labels, test_fraction=draw(st.floats(0.3, 0.6)),
+                ridge=draw(st.floats(1e-4, 1.0)), seed=draw(seeds))
+
+
+@st.composite
+def _variance_kwargs(draw):
+    n = draw(st.integers(2, 10))
+    return dict(features=_randn(draw, n, draw(small)), labels=torch.arange(n) % draw(st.integers(1, 3)))
+
+
+@st.composite
+def _curves_kwargs(draw):
+    layers = draw(small)
+    curves = {f"c{i}": draw(st.lists(st.floats(0, 1), min_size=layers, max_size=layers)) for i in range(draw(small))}
+    return dict(curves=curves, title="t", ylabel="y", ax=None, chance=draw(st.none() | st.floats(0, 1)),
+                ylim=draw(st.sampled_from((None, (0.0, 1.03), (-1, 2)))))
+
+
+@st.composite
+def _moving_kwargs(draw):
+    values = draw(st.lists(st.floats(0, 1), min_size=1, max_size=12))
+    return dict(values=torch.tensor(values) if draw(st.booleans()) else values,
+                window=draw(st.integers(1, len(values))))
+
+
+@st.composite
+def _steps_kwargs(draw):
+    values = draw(st.lists(st.floats(0, 1), min_size=1, max_size=12))
+    return dict(accuracy=values, level=draw(st.floats(0, 1)), window=draw(st.integers(1, len(values))))
+
+
+@st.composite
+def _normalised_kwargs(draw):
+    length = draw(st.integers(2, 8))
+    return dict(positions=draw(positions_arg(limit=length)), d_model=draw(small), length=length, dtype=draw(dtypes))
+
+
+@st.composite
+def _offset_profile_kwargs(draw):
+    scores = draw(square(batch=True))
+    n = scores.shape[-1]
+    start = draw(st.integers(-(n - 1), n - 1))
+    stop = draw(st.integers(start + 1, n))
+    return dict(scores=scores, offsets=range(start, stop))
+
+
+@st.composite
+def _offset_pull_kwargs(draw):
+    scores = draw(square(batch=True))
+    n = scores.shape[-1]
+    return dict(scores=scores, k=draw(st.integers(-(n - 1), n - 1)))
+
+
+@st.composite
+def _neighbour_kwargs(draw):
+    similarity = draw(square())
+    n = similarity.shape[0]
+    return dict(similarity=similarity, offset=draw(st.integers(-(n - 1), n - 1)))
+
+
+@st.composite
+def _far_kwargs(draw):
+    similarity = draw(square(min_n=2))
+    return dict(similarity=similarity, min_offset=draw(st.integers(1, similarity.shape[0] - 1)))
+
+
+@st.composite
+def _offset_similarity_kwargs(draw):
+    offsets = draw(st.one_of(st.floats(-100, 100), st.integers(-100, 100),
+                             st.lists(st.floats(-100, 100), max_size=5), positions_arg().filter(
+                                 lambda p: not isinstance(p, int))))
+    return dict(offsets=offsets, d_model=draw(even), base=draw(st.floats(1.5, 1e5)),
+                spacing=draw(st.sampled_from(("vaswani", "tensor2tensor"))))
+
+
+@st.composite
+def _permutation_kwargs(draw):
+    model = draw(models)
+    tokens = draw(tokens_for(model))
+    order = draw(st.permutations(range(tokens.shape[1])))
+    return dict(model=model, tokens=tokens, order=order if draw(st.booleans()) else torch.tensor(order))
+
+
+@st.composite
+def _rope_kwargs(draw):
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    n = draw(small)
+    x = _randn(draw, *lead, n, draw(even))
+    positions = draw(st.none() | st.lists(st.floats(-20, 20), min_size=n, max_size=n).map(torch.tensor))
+    return dict(x=x, positions=positions, base=draw(st.floats(2, 1e5)))
+
+
+@st.composite
+def _similarity_vs_offset_kwargs(draw):
+    codes = {f"code {i}": _randn(draw, draw(st.integers(3, 6)), draw(small)) for i in range(draw(small))}
+    return dict(codes=codes, title="t", reference=draw(st.integers(0, 2)), normalise=draw(st.booleans()), ax=None)
+
+
+@st.composite
+def _sinusoidal_kwargs(draw):
+    return dict(positions=draw(positions_arg()), d_model=draw(even), base=draw(st.floats(1.5, 1e5)),
+                layout=draw(st.sampled_from(("interleaved", "halves"))),
+                spacing=draw(st.sampled_from(("vaswani", "tensor2tensor"))), dtype=draw(dtypes))
+
+
+@st.composite
+def _tiny_transformer_kwargs(draw):
+    config = ModelConfig(**draw(model_config_kwargs()))
+    n = draw(st.integers(1, config.max_len if config.position == "learned" else 10))
+    tokens = torch.randint(0, config.vocab_size, (draw(small), n), generator=torch.Generator().manual_seed(draw(seeds)))
+    return dict(config=config, seed=draw(seeds), tokens=tokens)
+
+
+def _tiny_transformer(*, config, seed, tokens):
+    return TinyTransformer(config, seed=seed)(tokens)
+
+
+def _relative_bias(*, n_heads, max_distance, n):
+    return cu.RelativeBias(n_heads, max_distance)(n)
+
+
+@st.composite
+def _train_kwargs(draw):
+    shortest = draw(st.integers(1, 3))
+    return dict(model=draw(fresh_model(position=draw(st.sampled_from(sorted(POSITIONS))))), task="reverse",
+                steps=draw(st.integers(1, 2)), batch_size=draw(st.integers(1, 3)),
+                lengths=(shortest, draw(st.integers(shortest, 5))), lr=draw(st.floats(1e-4, 1e-2)), seed=draw(seeds),
+                offset=draw(st.integers(1, 3)), bos=draw(st.booleans()), progress=False)
+
+
+@st.composite
+def _evaluate_kwargs(draw):
+    return dict(model=draw(models), task="reverse", length=draw(st.integers(1, 6)), n_batches=draw(st.integers(1, 2)),
+                batch_size=draw(small), seed=draw(seeds), offset=draw(st.integers(1, 3)), bos=draw(st.booleans()))
+
+
+@st.composite
+def _accuracy_by_position_kwargs(draw):
+    return dict(model=draw(models), task="reverse", length=draw(st.integers(1, 6)), bos=draw(st.booleans()),
+                batch_size=draw(small), seed=draw(seeds))
+
+
+@st.composite
+def _make_batch_kwargs(draw):
+    task = draw(st.sampled_from(TASKS))
+    length = draw(st.integers(2, 6))
+    return dict(task=task, batch_size=draw(small), length=length, vocab_size=draw(st.integers(2, 8)),
+                generator=torch.Generator().manual_seed(draw(seeds)), offset=draw(st.integers(1, length - 1)),
+                bos=draw(st.booleans()))
+
+
+@st.composite
+def _setup_kwargs(draw):
+    return dict(seed=draw(st.integers(0, 2**32 - 1)))
+
+
+@contextlib.contextmanager
+def _global_state_kept():
+    """setup() seeds everything and switches torch to deterministic, one-thread mode: undo it."""
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    states = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+    params = dict(matplotlib.rcParams)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.random.set_rng_state(states[2])
+        matplotlib.rcParams.update(params)
+
+
+def _setup(**kw):
+    with _global_state_kept():
+        return cu.setup(**kw)
+
+
+def _expect_history(kw, out):
+    assert isinstance(out, History) and len(out.loss) == len(out.accuracy) == kw["steps"]
+
+
+def _expect_features(kw, out):
+    batch_size, n = kw["batch"].tokens.shape
+    assert isinstance(out, ResidualFeatures)
+    assert len(out.layers) == kw["model"].config.n_layers + 1
+    assert all(layer.shape == (batch_size * n, kw["model"].config.d_model) for layer in out.layers)
+    assert out.positions.shape == out.tokens.shape == out.targets.shape == out.scored.shape == (batch_size * n,)
+
+
+def _expect_profile(kw, out):
+    assert isinstance(out, LayerProfile)
+    assert out.n_layers == len(kw["features"].layers) - 1
+    assert all(len(getattr(out, name)) == len(kw["features"].layers) for name in LayerProfile.__dataclass_fields__)
+
+
+def _expect_batch(kw, out):
+    assert isinstance(out, Batch)
+    for field in (out.tokens, out.targets, out.scored):
+        shape_is(kw["batch_size"], kw["length"])(field)
+
+
+def _expect_config(kw, out):
+    assert isinstance(out, ModelConfig)
+    assert all(getattr(out, name) == value for name, value in kw.items())
+
+
+def _expect_four(n_x, n_y):
+    def check(out):
+        assert isinstance(out, FourTerms)
+        for term in (*out, out.total()):
+            shape_is(n_x, n_y)(term)
+    return check
+
+
+def _expect_offset_similarity(kw, out):
+    offsets = kw["offsets"]
+    scalar = isinstance(offsets, numbers.Real) or (isinstance(offsets, torch.Tensor) and offsets.ndim == 0)
+    shape_is(*(() if scalar else (len(offsets),)))(out)
+    assert out.dtype == torch.float64
+
+
+def _expect_angles(kw, out):
+    assert isinstance(out, torch.Tensor) and out.ndim == 1 and out.dtype == torch.float64
+    assert 1 <= out.shape[0] <= min(kw["a"].shape[0], kw["b"].shape[0], kw["a"].shape[1])
+
+
+def _expect_directions(kw, out):
+    rank = cu.effective_rank(kw["matrix"], kw["energy"])
+    shape_is(rank, kw["matrix"].shape[1])(out)
+
+
+def _expect_pair_columns(kw, out):
+    assert isinstance(out, tuple) and len(out) == 2
+    for columns in out:
+        shape_is(kw["d_model"] // 2)(columns)
+
+
+def _expect_attention(kw, out):
+    q, k, v = kw["q"], kw["k"], kw["v"]
+    output, weights = out
+    shape_is(*q.shape[:-1], v.shape[-1])(output)
+    shape_is(*q.shape[:-1], k.shape[-2])(weights)
+
+
+def _expect_rounded(kw, out):
+    values = kw["values"]
+    shape = tuple(values.shape) if isinstance(values, torch.Tensor) else np.shape(values)
+    if not shape:
+        assert isinstance(out, float), f"a number or 0-d tensor gives a float, got {out!r}"
+    else:
+        assert isinstance(out, list) and len(out) == shape[0], f"shape {shape} gives a list of {shape[0]}, got {out!r}"
+
+
+def _expect_recovery(kw, out):
+    assert isinstance(out, Recovery)
+    assert all(0 <= value <= 1 for value in dataclasses.astuple(out))
+
+
+def _expect_fit(kw, out):
+    weight, losses = out
+    shape_is(kw["d_model"], kw["d_model"])(weight)
+    assert len(losses) == kw["steps"]
+
+
+def _expect_least_squares(kw, out):
+    solution, residual = out
+    shape_is(kw["target"].shape[1], kw["source"].shape[1])(solution)
+    is_float(residual, 0)
+
+
+def _expect_tensor_dtype(shape_of, dtype_of=None):
+    def check(kw, out):
+        shape_is(*shape_of(kw))(out)
+        if dtype_of is not None:
+            assert out.dtype == dtype_of(kw), (out.dtype, dtype_of(kw))
+    return check
+
+
+MODEL = Instance(TinyTransformer)
+dtype_kw = lambda kw: kw["dtype"]  # noqa: E731
+
+CASES: dict[str, Case] = {
+    "accuracy_by_position": Case(
+        _accuracy_by_position_kwargs(),
+        dict(model=MODEL, task=Choice(TASKS), length=Size(1), bos=Bool(), batch_size=Size(1), seed=Seed()),
+        lambda kw, out: shape_is(kw["length"])(out), examples=15),
+    "add_learned_code": Case(_add_learned_kwargs(), dict(x=ANY, table=ANY),
+                             lambda kw, out: shape_is(*kw["x"].shape)(out)),
+    "alibi_bias": Case(
+        st.fixed_dictionaries(dict(n=small, n_heads=small, dtype=dtypes)),
+        dict(n=Size(1), n_heads=Size(1), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (kw["n_heads"], kw["n"], kw["n"]), dtype_kw)),
+    "alibi_slopes": Case(st.fixed_dictionaries(dict(n_heads=small)), dict(n_heads=Size(1)),
+                         lambda kw, out: shape_is(kw["n_heads"])(out)),
+    "attention": Case(_attention_kwargs(), dict(q=ANY, k=ANY, v=ANY, mask=ANY), _expect_attention),
+    "attention_heatmap": Case(_heatmap_kwargs(), dict(weights=ANY, labels=ANY, title=Text(), ax=AxesOrNone()),
+                              lambda kw, out: isinstance(out, Axes), examples=10),
+    "attention_to_first": Case(
+        models.flatmap(lambda m: st.fixed_dictionaries(dict(model=st.just(m), tokens=tokens_for(m),
+                                                             layer=st.integers(0, m.config.n_layers - 1)))),
+        dict(model=MODEL, tokens=ANY, layer=Int(0)),
+        lambda kw, out: shape_is(kw["model"].config.n_heads, kw["tokens"].shape[1])(out), partners=("model", "tokens")),
+    "binary_encoding": Case(_binary_kwargs(), dict(positions=ANY, n_bits=Size(1), signed=Bool(), dtype=FloatDtype()),
+                            _expect_tensor_dtype(lambda kw: (_n(kw["positions"]), kw["n_bits"]), dtype_kw)),
+    "block_parameters": Case(st.fixed_dictionaries(dict(d_model=small, d_ff=st.none() | small)),
+                             dict(d_model=Int(1), d_ff=ANY),
+                             lambda kw, out: isinstance(out, int) and out > 0),
+    "bos_weight": Case(_bos_kwargs(), dict(t=ANY, bias=Real()),
+                       lambda kw, out: shape_is(*torch.as_tensor(kw["t"]).shape)(out)),
+    "causal_mask": Case(st.fixed_dictionaries(dict(n=st.integers(0, 6))), dict(n=Size(0)),
+                        _expect_tensor_dtype(lambda kw: (kw["n"], kw["n"]), lambda kw: torch.bool)),
+    "code_heatmap": Case(
+        st.fixed_dictionaries(dict(code=_rows(nonzero=False), title=st.just("t"), ax=st.none(), signed=st.booleans())),
+        dict(code=ANY, title=Text(), ax=AxesOrNone(), signed=Bool()),
+        lambda kw, out: isinstance(out, Axes), examples=10),
+    "cosine_similarity_matrix": Case(st.fixed_dictionaries(dict(table=_rows())), dict(table=ANY),
+                                     lambda kw, out: shape_is(kw["table"].shape[0], kw["table"].shape[0])(out)),
+    "cosine_spread": Case(st.fixed_dictionaries(dict(d=small, n_pairs=st.integers(2, 20), seed=seeds)),
+                          dict(d=Size(1), n_pairs=Size(2), seed=Seed()), lambda kw, out: is_float(out, 0)),
+    "count_parameters": Case(st.fixed_dictionaries(dict(model=models)), dict(model=Instance(torch.nn.Module)),
+                             lambda kw, out: isinstance(out, int) and out >= 0),
+    "effective_rank": Case(st.fixed_dictionaries(dict(matrix=_rows(), energy=st.floats(0.01, 1))),
+                           dict(matrix=ANY, energy=Real(positive=True)),
+                           lambda kw, out: isinstance(out, int) and 1 <= out <= min(kw["matrix"].shape)),
+    "environment_report": Case(st.just({}), {}, lambda kw, out: isinstance(out, bool), examples=2),
+    "evaluate": Case(
+        _evaluate_kwargs(),
+        dict(model=MODEL, task=Choice(TASKS), length=Size(1), n_batches=Steps(1), batch_size=Size(1), seed=Seed(),
+             offset=Int(1), bos=Bool()),
+        lambda kw, out: is_float(out, 0, 1), examples=15),
+    "far_similarity": Case(_far_kwargs(), dict(similarity=ANY, min_offset=Int(1)), lambda kw, out: is_float(out)),
+    "fit_bos_bias": Case(
+        st.fixed_dictionaries(dict(first_weights=st.lists(st.floats(0.01, 0.99), min_size=2, max_size=6).map(
+            torch.tensor))),
+        dict(first_weights=ANY), lambda kw, out: is_float(out)),
+    "fit_offset_map": Case(
+        st.fixed_dictionaries(dict(k=st.floats(-5, 5), d_model=even, steps=st.integers(1, 3), lr=st.floats(1e-3, 0.1),
+                                   n_positions=st.integers(1, 8), max_position=st.none() | st.floats(1, 100),
+                                   seed=seeds, base=st.floats(2, 1e4),
+                                   layout=st.sampled_from(("interleaved", "halves")))),
+        dict(k=Real(), d_model=Size(1), steps=Steps(1), lr=Real(positive=True), n_positions=Size(1), max_position=ANY,
+             seed=Seed(), base=Real(positive=True), layout=Choice(("interleaved", "halves"))),
+        _expect_fit),
+    "four_term_decomposition": Case(
+        _four_term_kwargs(), dict(x=ANY, e=ANY, y=ANY, f=ANY, w_q=ANY, w_k=ANY),
+        lambda kw, out: _expect_four(kw["x"].shape[0], kw["y"].shape[0])(out)),
+    "four_term_heatmaps": Case(
+        st.fixed_dictionaries(dict(terms=_four_terms(), title=st.just("t"), xlabel=st.just("x"), ylabel=st.just("y"))),
+        dict(terms=Instance(FourTerms), title=Text(), xlabel=Text(), ylabel=Text()),
+        lambda kw, out: isinstance(out, Figure), examples=6),
+    "frequencies": Case(
+        st.fixed_dictionaries(dict(d_model=even, base=st.floats(1.5, 1e5),
+                                   spacing=st.sampled_from(("vaswani", "tensor2tensor")), dtype=dtypes)),
+        dict(d_model=Size(1), base=Real(positive=True), spacing=Choice(("vaswani", "tensor2tensor")),
+             dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (kw["d_model"] // 2,), dtype_kw)),
+    "initialise_table": Case(
+        st.fixed_dictionaries(dict(model=fresh_model(position="learned"), std=st.floats(1e-3, 2), seed=seeds)),
+        dict(model=MODEL, std=Real(positive=True), seed=Seed()), lambda kw, out: out is None),
+    "integer_encoding": Case(
+        st.fixed_dictionaries(dict(positions=positions_arg(), d_model=small, dtype=dtypes)),
+        dict(positions=ANY, d_model=Size(1), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (_n(kw["positions"]), kw["d_model"]), dtype_kw)),
+    "layer_curves": Case(
+        _curves_kwargs(),
+        dict(curves=ANY, title=Text(), ylabel=Text(), ax=AxesOrNone(), chance=ANY, ylim=ANY),
+        lambda kw, out: isinstance(out, Axes), examples=10),
+    "layer_profile": Case(st.fixed_dictionaries(dict(features=_features(), seed=seeds)),
+                          dict(features=Instance(ResidualFeatures), seed=Seed()), _expect_profile, examples=15),
+    "least_squares_map": Case(
+        st.integers(1, 5).flatmap(lambda n: st.fixed_dictionaries(dict(
+            source=st.builds(lambda s: _seeded(s, n, 3), seeds),
+            target=st.builds(lambda s: _seeded(s, n, 2) + 1, seeds)))),
+        dict(source=ANY, target=ANY), _expect_least_squares),
+    "linear_probe": Case(
+        _probe_kwargs(),
+        dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), ridge=Real(positive=True), seed=Seed()),
+        lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
+    "make_batch": Case(
+        _make_batch_kwargs(),
+        dict(task=Choice(TASKS), batch_size=Size(1), length=Size(1), vocab_size=Int(2),
+             generator=Instance(torch.Generator), offset=Int(1), bos=Bool()),
+        _expect_batch),
+    "matrix_heatmap": Case(
+        st.fixed_dictionaries(dict(matrix=_rows(nonzero=False), title=st.just("t"), ax=st.none(), xlabel=st.just("x"),
+                                   ylabel=st.just("y"))),
+        dict(matrix=ANY, title=Text(), ax=AxesOrNone(), xlabel=Text(), ylabel=Text()),
+        lambda kw, out: isinstance(out, Axes), examples=10),
+    "model_four_terms": Case(
+        st.sampled_from(("sinusoidal", "learned", "integer", "normalised")).map(lambda p: _MODELS[p]).flatmap(
+            lambda m: st.fixed_dictionaries(dict(model=st.just(m), tokens=tokens_for(m, batch=False),
+                                                 head=st.integers(0, m.config.n_heads - 1)))),
+        dict(model=MODEL, tokens=ANY, head=Int(0)),
+        lambda kw, out: _expect_four(len(kw["tokens"]), len(kw["tokens"]))(out), partners=("model", "tokens")),
+    "ModelConfig": Case(
+        model_config_kwargs(),
+        dict(vocab_size=Size(1), d_model=Size(1), n_heads=Int(1), n_layers=Size(0), max_len=Size(1),
+             position=Choice(POSITIONS), combine=Choice(COMBINES), position_scale=Real(), d_position=ANY,
+             causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1)),
+        _expect_config),
+    "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
+                           lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
+    "n_classes": Case(
+        st.fixed_dictionaries(dict(task=st.sampled_from(TASKS), vocab_size=st.integers(2, 10), max_len=small)),
+        dict(task=Choice(TASKS), vocab_size=Int(2), max_len=Int(1)), lambda kw, out: isinstance(out, int) and out >= 1),
+    "nearest_token_accuracy": Case(_two_sets(("tokens", "code"), min_rows=2), dict(tokens=ANY, code=ANY),
+                                   lambda kw, out: shape_is(kw["code"].shape[0])(out)),
+    "neighbour_similarity": Case(_neighbour_kwargs(), dict(similarity=ANY, offset=Int(-HUGE)),
+                                 lambda kw, out: is_float(out)),
+    "normalised_encoding": Case(
+        _normalised_kwargs(), dict(positions=ANY, d_model=Size(1), length=Int(2), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (_n(kw["positions"]), kw["d_model"]), dtype_kw)),
+    "offset_dependence": Case(st.fixed_dictionaries(dict(scores=square())), dict(scores=ANY),
+                              lambda kw, out: is_float(out, 0)),
+    "offset_matrix": Case(
+        st.fixed_dictionaries(dict(k=st.floats(-100, 100), d_model=even, base=st.floats(1.5, 1e5),
+                                   layout=st.sampled_from(("interleaved", "halves")), dtype=dtypes)),
+        dict(k=Real(), d_model=Size(1), base=Real(positive=True), layout=Choice(("interleaved", "halves")),
+             dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (kw["d_model"], kw["d_model"]), dtype_kw)),
+    "offset_profile": Case(_offset_profile_kwargs(), dict(scores=ANY, offsets=ANY),
+                           lambda kw, out: shape_is(len(kw["offsets"]))(out)),
+    "offset_pull": Case(_offset_pull_kwargs(), dict(scores=ANY, k=Int(-HUGE)), lambda kw, out: is_float(out)),
+    "offset_similarity": Case(
+        _offset_similarity_kwargs(),
+        dict(offsets=ANY, d_model=Size(1), base=Real(positive=True), spacing=Choice(("vaswani", "tensor2tensor"))),
+        _expect_offset_similarity),
+    "one_hot_encoding": Case(
+        st.integers(1, 6).flatmap(lambda m: st.fixed_dictionaries(
+            dict(positions=positions_arg(limit=m), max_len=st.just(m), dtype=dtypes))),
+        dict(positions=ANY, max_len=Size(1), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (_n(kw["positions"]), kw["max_len"]), dtype_kw)),
+    "pair_columns": Case(
+        st.fixed_dictionaries(dict(d_model=even, layout=st.sampled_from(("interleaved", "halves")))),
+        dict(d_model=Size(1), layout=Choice(("interleaved", "halves"))), _expect_pair_columns),
+    "permutation_gap": Case(_permutation_kwargs(), dict(model=MODEL, tokens=ANY, order=ANY),
+                            lambda kw, out: is_float(out, 0), examples=15, partners=("model", "tokens")),
+    "position_labels": Case(st.fixed_dictionaries(dict(batch_size=small, n=small)),
+                            dict(batch_size=Size(1), n=Size(1)),
+                            lambda kw, out: shape_is(kw["batch_size"] * kw["n"])(out)),
+    "principal_angles": Case(_two_sets(("a", "b")), dict(a=ANY, b=ANY), _expect_angles),
+    "principal_directions": Case(st.fixed_dictionaries(dict(matrix=_rows(), energy=st.floats(0.01, 1))),
+                                 dict(matrix=ANY, energy=Real(positive=True)), _expect_directions),
+    "RelativeBias": Case(
+        st.fixed_dictionaries(dict(n_heads=small, max_distance=small, n=st.integers(1, 6))),
+        dict(n_heads=Size(1), max_distance=Size(1), n=Size(1)),
+        lambda kw, out: shape_is(kw["n_heads"], kw["n"], kw["n"])(out), call=_relative_bias),
+    "residual_features": Case(
+        models.flatmap(lambda m: st.fixed_dictionaries(dict(model=st.just(m), batch=st.builds(
+            lambda seed, b, n: cu.make_batch("reverse", batch_size=b, length=n, vocab_size=6,
+                                             generator=torch.Generator().manual_seed(seed)),
+            seeds, small, st.integers(1, 8))))),
+        dict(model=MODEL, batch=Instance(Batch)), _expect_features),
+    "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True)),
+                        lambda kw, out: shape_is(*kw["x"].shape)(out)),
+    "rounded": Case(
+        st.fixed_dictionaries(dict(values=st.one_of(st.floats(-10, 10), st.lists(st.floats(-10, 10), max_size=4),
+                                                    st.builds(lambda s: _seeded(s, 2, 3), seeds)),
+                                   decimals=st.integers(0, 8))),
+        dict(values=ANY, decimals=Int(0, 8)),
+        _expect_rounded),
+    "setup": Case(_setup_kwargs(), dict(seed=Int(0, 2**32 - 1)), lambda kw, out: out is None, call=_setup,
+                  examples=10),
+    "share_in_subspace": Case(_two_sets(("vectors", "directions")), dict(vectors=ANY, directions=ANY),
+                              lambda kw, out: is_float(out, -1e-9, 1 + 1e-9)),
+    "similarity_vs_offset": Case(
+        _similarity_vs_offset_kwargs(),
+        dict(codes=ANY, title=Text(), reference=Int(0), normalise=Bool(), ax=AxesOrNone()),
+        lambda kw, out: isinstance(out, Axes), examples=10),
+    "sinusoidal_encoding": Case(
+        _sinusoidal_kwargs(),
+        dict(positions=ANY, d_model=Size(1), base=Real(positive=True), layout=Choice(("interleaved", "halves")),
+             spacing=Choice(("vaswani", "tensor2tensor")), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (_n(kw["positions"]), kw["d_model"]), dtype_kw)),
+    "steps_to_accuracy": Case(_steps_kwargs(), dict(accuracy=ANY, level=Real(), window=Int(1)),
+                              lambda kw, out: out is None or (isinstance(out, int) and out >= kw["window"])),
+    "TinyTransformer": Case(
+        _tiny_transformer_kwargs(), dict(config=Instance(ModelConfig), seed=Seed(), tokens=ANY),
+        lambda kw, out: shape_is(*kw["tokens"].shape, kw["config"].n_outputs or kw["config"].vocab_size)(out),
+        call=_tiny_transformer),
+    "token_recovery": Case(
+        st.fixed_dictionaries(dict(tokens=_rows(min_rows=2, d=3), code=_rows(min_rows=2, d=3), seed=seeds)),
+        dict(tokens=ANY, code=ANY, seed=Seed()), _expect_recovery),
+    "train": Case(
+        _train_kwargs(),
+        dict(model=MODEL, task=Choice(TASKS), steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
+             seed=Seed(), offset=Int(1), bos=Bool(), progress=Bool()),
+        _expect_history, examples=15),
+    "uniform_causal_weights": Case(
+        st.fixed_dictionaries(dict(n=st.integers(1, 6), dtype=dtypes)), dict(n=Size(1), dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (kw["n"], kw["n"]), dtype_kw)),
+    "variance_explained": Case(_variance_kwargs(), dict(features=ANY, labels=ANY), lambda kw, out: is_float(out)),
+    "with_mask": Case(st.fixed_dictionaries(dict(model=models, causal=st.booleans())), dict(model=MODEL, causal=Bool()),
+                      lambda kw, out: isinstance(out, TinyTransformer) and out.config.causal == kw["causal"]),
+}
+
+
+def _seeded(seed: int, *shape) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _target(name: str):
+    return CASES[name].call or getattr(cu, name)
+
+
+def _parameters(name: str) -> set[str]:
+    """Every parameter a call of this name can be given, including a forward() after construction."""
+    obj = getattr(cu, name)
+    names = set(inspect.signature(obj).parameters)
+    if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        names |= set(inspect.signature(obj.forward).parameters) - {"self", "details"}
+    return names
+
+
+def test_every_public_name_and_parameter_is_fuzzed():
+    assert set(CASES) | RECORDS == set(cu.__all__), "every public name needs a fuzz entry (or is a plain record)"
+    assert not set(CASES) & RECORDS
+    for name, case in CASES.items():
+        assert set(case.kinds) == _parameters(name), f"{name}: the fuzz entry must list every parameter"
+
+
+# --- running one call -------------------------------------------------------------------------------
+
+def _names(message: str, argument: str) -> bool:
+    """Does ``message`` name ``argument`` as a word (``lengths[0]`` names lengths, ``x`` is not in ``max``)?"""
+    return re.search(rf"(?<![\w.]){re.escape(argument)}(?!\w)", message) is not None
+
+
+def _raised_in_course_utils(error: BaseException) -> bool:
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE)
+
+
+def _run(name: str, kwargs: dict):
+    """Call ``name`` with ``kwargs`` under the time limit, with warnings as errors, printing swallowed."""
+    try:
+        with time_limit(TIME_LIMIT), warnings.catch_warnings(), contextlib.redirect_stdout(None):
+            warnings.simplefilter("error")
+            return _target(name)(**kwargs)
+    finally:
+        plt.close("all")
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype})"
+    text = " ".join(repr(value).split())
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def _settings(name: str) -> settings:
+    return settings(max_examples=CASES[name].examples, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_valid_calls_give_the_documented_result(name):
+    case = CASES[name]
+
+    @_settings(name)
+    @given(case.valid)
+    def valid(kwargs):
+        out = _run(name, kwargs)
+        result = case.expect(kwargs, out)
+        assert result is not False, f"{name} returned {_describe(out)} for {kwargs}"
+
+    valid()
+
+
+def _judge(name: str, kwargs: dict, argument: str) -> str | None:
+    """Call with kwargs[argument] a junk value: None if the outcome keeps the standard, else what went wrong."""
+    value = kwargs[argument]
+    where = f"{name}({argument}={_describe(value)})"
+    try:
+        out = _run(name, kwargs)
+    except (ValueError, TypeError) as error:
+        if not _raised_in_course_utils(error):
+            return f"{where}: {type(error).__name__} from outside course_utils: {error}"
+        partners = CASES[name].partners if argument in CASES[name].partners else (argument,)
+        if not any(_names(str(error), named) for named in partners):
+            return f"{where}: the message does not name {argument!r}: {error}"
+        return None
+    except AssertionError as error:  # the time limit
+        return f"{where}: {error}"
+    except Exception as error:  # noqa: BLE001 - any other exception is the finding
+        return f"{where} raised {type(error).__name__}: {error}"
+    if CASES[name].kinds[argument].refuses(value):
+        return f"{where} was accepted; {argument} should have been refused"
+    try:  # accepted, so it was valid after all: the result must still be the documented one
+        documented = CASES[name].expect(kwargs, out)
+    except AssertionError as error:
+        return f"{where} was accepted but returned {_describe(out)}: {error}"
+    except Exception:  # noqa: BLE001 - the junk is not something the expectation can read (e.g. no len())
+        return None
+    if documented is False:
+        return f"{where} was accepted but returned {_describe(out)}"
+    return None
+
+
+_BASES: dict[str, list[dict]] = {}
+
+
+def _bases(name: str) -> list[dict]:
+    """Two valid calls to put the fixed junk into, the same on every run: Hypothesis' simplest example
+    (often with empty inputs) and a later, more typical one. Cached."""
+    if name not in _BASES:
+        strategy, count = CASES[name].valid, iter(range(10**6))
+        simplest = find(strategy, lambda kwargs: True,
+                        settings=settings(database=None, phases=[Phase.generate], max_examples=1))
+        try:
+            typical = find(strategy, lambda kwargs: next(count) >= 4,
+                           settings=settings(database=None, phases=[Phase.generate], max_examples=10, derandomize=True))
+        except NoSuchExample:  # a strategy with fewer than five different examples
+            typical = simplest
+        _BASES[name] = [simplest, typical]
+    return _BASES[name]
+
+
+FUZZED = sorted(n for n in CASES if CASES[n].kinds)
+
+
+@pytest.mark.parametrize("name", FUZZED)
+def test_every_fixed_junk_value_in_every_argument(name):
+    """Each argument of a valid call, swapped in turn for every value of the fixed junk list.
+
+    Arguments with a rule (an integer, a flag, a choice, ...) are checked in the simplest valid call;
+    those without one (tensors, models, ...) also in a typical one, where sizes must agree.
+    """
+    failures = []
+    for index, base in enumerate(_bases(name)):
+        for argument, kind in sorted(CASES[name].kinds.items()):
+            if index and type(kind) is not Kind:
+                continue
+            for value in _fixed_junk():
+                if kind.skip(value):
+                    continue
+                kwargs = dict(base)
+                kwargs[argument] = value
+                failure = _judge(name, kwargs, argument)
+                if failure and failure not in failures:
+                    failures.append(failure)
+    assert not failures, f"{len(failures)} calls broke the standard:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", FUZZED)
+def test_random_junk_in_a_random_argument(name):
+    """Hypothesis varies the valid call, the argument and the junk (random tensors, numbers, text)."""
+    case = CASES[name]
+
+    @_settings(name)
+    @given(st.data())
+    def junk_call(data):
+        kwargs = dict(data.draw(case.valid, label="valid"))
+        argument = data.draw(st.sampled_from(sorted(case.kinds)), label="argument")
+        kind = case.kinds[argument]
+        kwargs[argument] = data.draw(JUNK.filter(lambda v: not kind.skip(v)), label="junk")
+        failure = _judge(name, kwargs, argument)
+        assert failure is None, failure
+
+    junk_call()
+
+
+def test_huge_sizes_are_refused_quickly_with_a_message():
+    """A typo such as n=10**12 is refused by the size budget, by name, before anything is allocated."""
+    calls = {
+        "causal_mask": dict(n=10**12),
+        "alibi_bias": dict(n=10**6, n_heads=8),
+        "alibi_slopes": dict(n_heads=10**12),
+        "sinusoidal_encoding": dict(positions=10**12, d_model=8),
+        "integer_encoding": dict(positions=4, d_model=10**9),
+        "one_hot_encoding": dict(positions=10**6, max_len=10**6),
+        "frequencies": dict(d_model=10**9),
+        "position_labels": dict(batch_size=10**6, n=10**6),
+        "cosine_spread": dict(d=10**9),
+        "uniform_causal_weights": dict(n=10**6),
+    }
+    for name, kwargs in calls.items():
+        with pytest.raises(ValueError, match="cap") as refused:
+            with time_limit(1.0):
+                getattr(cu, name)(**kwargs)
+        assert any(_names(str(refused.value), argument) for argument in kwargs), str(refused.value)
+
+
+def test_the_fuzzer_catches_a_missing_check(monkeypatch):
+    """The junk test can fail: with causal_mask's argument check removed, it reports the crash."""
+    monkeypatch.setattr(_validate, "integer", lambda value, name, **kwargs: value)
+    with pytest.raises((AssertionError, ExceptionGroup), match=r"causal_mask\(n="):
+        test_random_junk_in_a_random_argument("causal_mask")
+    with pytest.raises(AssertionError, match=r"causal_mask\(n="):
+        test_every_fixed_junk_value_in_every_argument("causal_mask")
+
+
+def _converted(value, dtype):
+    """``value`` with every floating-point tensor in it (also inside a dict or a FourTerms) as ``dtype``."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    if isinstance(value, FourTerms):
+        return FourTerms(*(_converted(v, dtype) for v in value))
+    if isinstance(value, dict):
+        return {k: _converted(v, dtype) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("name", FUZZED)
+def test_every_tensor_in_another_float_dtype(name, dtype):
+    """All float tensor arguments at once in half, bfloat16 or double precision: the call works and gives
+    the documented result, or is refused by name — never a "not implemented for 'Half'" from torch."""
+    for base in _bases(name):
+        kwargs = {k: _converted(v, dtype) for k, v in base.items()}
+        changed = [k for k in kwargs if kwargs[k] is not base[k]]
+        if not changed:
+            continue
+        try:
+            out = _run(name, kwargs)
+        except (ValueError, TypeError) as error:
+            assert _raised_in_course_utils(error), f"{name} in {dtype}: {type(error).__name__} from torch: {error}"
+            assert any(_names(str(error), argument) for argument in changed), f"{name} in {dtype}: {error}"
+            continue
+        assert CASES[name].expect(kwargs, out) is not False, f"{name} in {dtype} returned {_describe(out)}"
