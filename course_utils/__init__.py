@@ -10,6 +10,11 @@ with attention, models, tasks, training, probes, plots, display and session shar
 checks for the homework.
 """
 
+# First of all: fix the math libraries' code path before anything computes (see session.py).
+from .session import pin_numerics as _pin_numerics
+
+_pin_numerics()
+
 from .attention import attention, causal_mask
 from .attention_positions import alibi_bias, alibi_slopes, RelativeBias, rope_rotate
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import random
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,6 +29,41 @@ _MATPLOTLIB_DEFAULTS = {
 }
 
 
+# The math libraries pick their code path from the CPU they find: Intel MKL takes one path on an
+# Intel chip with AVX-512 and another on an AMD one, torch's own kernels come in AVX2 and AVX-512
+# builds. Each path sums in its own order, so the last bits of a float32 matmul differ, and a
+# training run that starts a bit apart ends a few thousandths apart: the stored numbers would hold
+# on one kind of CPU only. These variables fix one path for every x86 CPU (MKL's "conditional
+# numerical reproducibility" mode and torch's AVX2 kernels). The libraries read them when they
+# first compute, not when they are imported, so `import course_utils` sets them before any lesson
+# computes anything; the Makefile also exports them, for every process it starts.
+PORTABLE_NUMERICS = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+AVX2_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def _has_avx2() -> bool:
+    """True on an x86-64 Linux CPU that has AVX2 (forcing AVX2 kernels elsewhere would crash or warn)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        return " avx2" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def pin_numerics() -> dict[str, str]:
+    """Set the variables that make float results the same on any x86 CPU, unless already set.
+
+    Returns the variables in force. A variable the user set keeps the user's value.
+    """
+    wanted = dict(PORTABLE_NUMERICS)
+    if _has_avx2():
+        wanted.update(AVX2_KERNELS)
+    for name, value in wanted.items():
+        os.environ.setdefault(name, value)
+    return {name: os.environ[name] for name in wanted}
+
+
 def setup(seed: int = 0) -> None:
     """Seed random, NumPy and torch; one torch thread; deterministic algorithms; figure defaults.
 
@@ -37,6 +75,7 @@ def setup(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+    pin_numerics()  # already done by `import course_utils`; here in case the variables were cleared
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
 

@@ -185,3 +185,44 @@ def test_environment_report_without_installed_metadata(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert ok is False
     assert any(line.startswith("❌") for line in lines)
+
+
+# --- one code path for the math libraries on every CPU ---------------------------------------------
+
+_PINNED = ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+# A float32 matmul and a long sum: both take a different summation order on MKL's default path
+# and torch's AVX-512/AVX2/default kernels, so their last bits tell which path ran.
+_PROBE = """
+import os, sys, torch
+{before}
+torch.set_num_threads(1)
+g = torch.Generator().manual_seed(0)
+a, b = torch.randn(64, 333, generator=g), torch.randn(333, 47, generator=g)
+print(repr((a @ b).double().sum().item()), repr(torch.randn(100_003, generator=g).sum().item()),
+      {{name: os.environ.get(name) for name in {names}}})
+"""
+
+
+def _probe(before: str, **env: str) -> str:
+    import os
+    import subprocess
+
+    clean = {k: v for k, v in os.environ.items() if k not in _PINNED}
+    code = _PROBE.format(before=before, names=_PINNED)
+    return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_importing_the_course_pins_the_code_path_before_anything_computes():
+    """`import course_utils` after `import torch` gives the very numbers of a process started with
+    the variables already set: the libraries read them at their first computation."""
+    pinned = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    if session._has_avx2():
+        pinned["ATEN_CPU_CAPABILITY"] = "avx2"
+    assert _probe("import course_utils") == _probe("", **pinned)
+    assert "'MKL_CBWR': 'COMPATIBLE'" in _probe("import course_utils")
+
+
+def test_a_variable_the_user_set_is_kept(monkeypatch):
+    monkeypatch.setenv("MKL_CBWR", "AUTO")
+    assert session.pin_numerics()["MKL_CBWR"] == "AUTO"
