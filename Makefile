@@ -4,6 +4,7 @@
 #   make execute  re-run every lesson and store its outputs (the only way outputs are made)
 #   make student  write the student copies (solutions stripped) to notebooks/student/
 #   make bench    time every lesson and explorer, check the budgets, write bench/README.md
+#   make site     build the course website from the executed lessons into site/_build/html
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,6 +14,7 @@ BIN := $(VENV)/bin
 KEY := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:16])")
 STAMP := $(VENV)/.installed-$(KEY)
 TEST_STAMP := $(VENV)/.installed-test-$(KEY)
+SITE_STAMP := $(VENV)/.installed-site-$(KEY)
 LESSONS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180
 # Two workers; loadscope keeps each notebook (and each test module) on one worker, in order.
@@ -22,11 +24,11 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test unit nbval browser execute student bench install clean help
+.PHONY: lab test unit nbval browser execute student bench site install clean help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '2,7p' Makefile | sed 's/^# *//'
+	@sed -n '2,8p' Makefile | sed 's/^# *//'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +39,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,site]'
+	touch $@
+
+$(SITE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[site]'
 	touch $@
 
 install: $(STAMP)
@@ -77,6 +83,11 @@ student: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m course_utils.bench
+
+# The website (Jupyter Book 1.x, configured in site/): the lessons as executed, never re-run; any
+# warning (a broken link, a missing section) fails the build.
+site: $(SITE_STAMP)
+	$(BIN)/jupyter-book build . --config site/_config.yml --toc site/_toc.yml --path-output site --all -W -n --keep-going
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -10,8 +10,9 @@ CONDA_NAME = {"torch": "pytorch-cpu"}
 
 def _pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    # The browser extra (Playwright) drives a local chromium in CI; learners and conda users never need it.
-    extras = {name: pins for name, pins in project["optional-dependencies"].items() if name != "browser"}
+    # The browser extra (Playwright) drives a local chromium in CI, the site extra (Jupyter Book)
+    # builds the website; learners and conda users never need either.
+    extras = {name: pins for name, pins in project["optional-dependencies"].items() if name not in ("browser", "site")}
     requirements = project["dependencies"] + sum(extras.values(), [])
     pins = {}
     for requirement in requirements:
