@@ -13,7 +13,11 @@ The links are MyST links to notebook headings (``../notebooks/04_x.ipynb#4--why-
 section that does not exist fails the build under ``-W``, as does a question without a marker
 or a marker without a question.
 
-Two presentation fixes, neither touching a file:
+Three presentation fixes, none touching a file:
+
+* an exercise's solution cell (the one with ``### BEGIN SOLUTION``) is folded away: its code is
+  hidden behind a "Show the solution" toggle (the cell gets the tag ``hide-input`` as the page is
+  read), so a learner reading the site meets the exercise and its ✅ line first, not the answer;
 
 * training cells show a tqdm progress bar, a widget whose stored text is its first frame
   ("0%| | 0/200"); a static page would show a run that never started, so the site leaves those
@@ -198,10 +202,34 @@ def lesson_map(lessons: dict[str, Lesson], table: dict[str, str]) -> str:
     return "\n".join(rows)
 
 
-def drop_progress_bars(text: str) -> str:
-    """The notebook (JSON text) without outputs that are progress-bar widgets: an HBox holding a
-    FloatProgress or IntProgress, going by the widget state saved in the notebook."""
+SOLUTION_MARKER = "### BEGIN SOLUTION"
+HIDE_INPUT = "hide-input"
+
+
+def fold_solutions(nb) -> int:
+    """Tag every solution cell ``hide-input`` (in place); return how many were folded."""
+    folded = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code" and SOLUTION_MARKER in cell.source:
+            tags = cell.metadata.setdefault("tags", [])
+            if HIDE_INPUT not in tags:
+                tags.append(HIDE_INPUT)
+            folded += 1
+    return folded
+
+
+def for_the_page(text: str) -> str:
+    """The lesson (notebook JSON text) as its page shows it: solutions folded, no progress bars."""
     nb = nbformat.reads(text, as_version=4)
+    folded = fold_solutions(nb)
+    dropped = drop_progress_bars(nb)
+    return nbformat.writes(nb) if folded or dropped else text
+
+
+def drop_progress_bars(nb) -> int:
+    """Remove (in place) the outputs that are progress-bar widgets: an HBox holding a
+    FloatProgress or IntProgress, going by the widget state saved in the notebook. Returns how
+    many were removed."""
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
 
     def is_progress_bar(output) -> bool:
@@ -217,7 +245,7 @@ def drop_progress_bars(text: str) -> str:
             kept = [output for output in cell.outputs if not is_progress_bar(output)]
             dropped += len(cell.outputs) - len(kept)
             cell.outputs = kept
-    return nbformat.writes(nb) if dropped else text
+    return dropped
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,10 +253,10 @@ def drop_progress_bars(text: str) -> str:
 
 
 def _fill_in(app, docname: str, source: list[str]) -> None:
-    """source-read: replace the markers in site/index.md and site/questions.md; leave progress
-    bars out of the lessons."""
-    if docname.startswith("notebooks/") and WIDGET_VIEW in source[0]:
-        source[0] = drop_progress_bars(source[0])
+    """source-read: replace the markers in site/index.md and site/questions.md; fold the
+    lessons' solutions and leave their progress bars out."""
+    if docname.startswith("notebooks/"):
+        source[0] = for_the_page(source[0])
     if docname not in ("site/index", "site/questions"):
         return
     lessons, table, problems = read_lessons(), question_table(), []

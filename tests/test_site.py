@@ -227,6 +227,26 @@ def test_every_lesson_has_a_page_showing_its_stored_outputs(site):
     assert not (site.html / "notebooks" / "student").exists(), "the student copies are not part of the site"
 
 
+def test_solutions_are_folded_behind_a_toggle_and_the_checks_still_show(site):
+    """A learner reading a lesson meets each exercise before its answer: every solution cell's code
+    sits inside a closed "Show the solution" toggle, and its ✅ line stays in view."""
+    for lesson in LESSONS:
+        nb = nbformat.read(lesson, as_version=4)
+        solutions = [cell for cell in nb.cells if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source]
+        page = lesson_page(site, lesson).read_text(encoding="utf-8")
+        folds = re.findall(r'<details class="[^"]*\bhide\b[^"]*">(.*?)</details>', page, flags=re.S)
+        assert len(folds) == len(solutions), f"{lesson.name}: {len(folds)} folded cells, {len(solutions)} solutions"
+        for cell, fold in zip(solutions, folds):
+            assert "Show the solution" in fold, f"{lesson.name}: a fold without its label"
+            name = re.search(r"def (\w+)", cell.source)
+            assert name and name[1] in html.unescape(re.sub(r"<[^>]+>", "", fold)), \
+                f"{lesson.name}: the solution of {name and name[1]} is not inside its fold"
+        visible = re.sub(r"<details.*?</details>", "", page, flags=re.S)
+        assert "BEGIN SOLUTION" not in visible, f"{lesson.name}: a solution shows outside a fold"
+        if solutions:
+            assert "✅ Correct" in html.unescape(re.sub(r"<[^>]+>", "", visible)), f"{lesson.name}: no ✅ line in view"
+
+
 def test_lessons_come_in_order_in_the_navigation(site):
     landing = read_page(site.html / "site" / "index.html")
     order = [href for kind, href in landing.links if kind == "a.href" and re.search(r"notebooks/\d\d_\w+\.html$", href)]
