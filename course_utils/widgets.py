@@ -184,18 +184,28 @@ def redraw_times(explorer: Explorer, updates: list[dict]) -> dict[str, float]:
     return {"median_ms": statistics.median(times), "max_ms": max(times), "n": len(times)}
 
 
-def _int_slider(name: str, value: int, low: int, high: int, step: int = 1) -> widgets.IntSlider:
+def _bounded(value, name: str, low: int, high: int, step: int = 1) -> int:
+    """An integer argument of an explorer: low .. high in steps of ``step``, named in the message."""
     value = _validate.integer(value, name)
     if not low <= value <= high or (value - low) % step:
         steps = f" in steps of {step}" if step > 1 else ""
         raise ValueError(f"{name} must be between {low} and {high}{steps} for this explorer, got {value}")
+    return value
+
+
+def _int_slider(name: str, value: int, low: int, high: int, step: int = 1) -> widgets.IntSlider:
+    value = _bounded(value, name, low, high, step)
     return widgets.IntSlider(value=value, min=low, max=high, step=step, description=name, **_SLIDER)
 
 
-def _log_slider(name: str, value: float, low_exp: float, high_exp: float, step: float) -> widgets.FloatLogSlider:
-    value = _validate.real(value, name, positive=True)
+def _log_slider(name: str, value: float, low_exp: float, high_exp: float, step: float, *,
+                argument: str | None = None) -> widgets.FloatLogSlider:
+    """A slider labelled ``name``; ``argument`` is the explorer's argument that sets it, when named otherwise."""
+    argument = argument or name
+    value = _validate.real(value, argument, positive=True)
     if not 10**low_exp <= value <= 10**high_exp:
-        raise ValueError(f"{name} must be between {10**low_exp:g} and {10**high_exp:g} for this explorer, got {value:g}")
+        raise ValueError(f"{argument} must be between {10**low_exp:g} and {10**high_exp:g} for this explorer, "
+                         f"got {value:g}")
     return widgets.FloatLogSlider(value=value, base=10, min=low_exp, max=high_exp, step=step,
                                   description=name, readout_format=".3g", **_SLIDER)
 
@@ -325,11 +335,11 @@ def offset_map_explorer(t: int = 3, k: int = 2, d_model: int = 8) -> Explorer:
 def amplitude_explorer(amplitude: float = 1.0, d_model: int = 64, vocab: int = 64, n_positions: int = 64) -> Explorer:
     """Sliders A (0.01–100) and d_model (16–256) → the fraction of sums x + A·PE(t) whose nearest
     token is x itself: against A (the current A marked) and position by position. Tokens are
-    N(0, 1) entries (length ≈ √d), the code has length A·√(d/2)."""
-    vocab = _validate.integer(vocab, "vocab", minimum=2)
-    n_positions = _validate.integer(n_positions, "n_positions", minimum=2)
-    _validate.size_budget(vocab * n_positions * 256, "the token + code sums")
-    controls = {"A": _log_slider("A", amplitude, -2, 2, 0.05),
+    N(0, 1) entries (length ≈ √d), the code has length A·√(d/2). ``amplitude`` sets the A slider;
+    ``vocab`` and ``n_positions`` (2–256 each) are fixed when the explorer is made."""
+    vocab = _bounded(vocab, "vocab", 2, 256)
+    n_positions = _bounded(n_positions, "n_positions", 2, 256)
+    controls = {"A": _log_slider("A", amplitude, -2, 2, 0.05, argument="amplitude"),
                 "d_model": _int_slider("d_model", d_model, 16, 256, 16)}
     grid = np.logspace(-2, 2, 13)
     figure = _figure(8.4, 3.0)
@@ -380,10 +390,12 @@ def four_terms_explorer(token_strength: float = 1.0, position_strength: float = 
     """Sliders for the token strength a and position strength b (0–2) → the four terms of the
     logits (a·x + b·e) W_q ((a·x + b·e) W_k)^T, and their sum, on one colour scale. The terms
     scale as a², a·b, b·a and b²; x repeats 4 random tokens, e is the sinusoidal code,
-    W_q and W_k are random [d, d/2] (as in lesson 06)."""
-    n = _validate.integer(n, "n", minimum=2)
+    W_q and W_k are random [d, d/2] (as in lesson 06). ``n`` (2–64 positions) and ``d_model``
+    (even, 2–128) are fixed when the explorer is made."""
+    n = _bounded(n, "n", 2, 64)
     d_model = _validate.d_model(d_model)
-    _validate.size_budget(n * d_model + d_model * d_model, "the four-term inputs")
+    if d_model > 128:
+        raise ValueError(f"d_model must be at most 128 here, got {d_model}")
     controls = {"token_strength": _float_slider("token_strength", token_strength, 0.0, 2.0, 0.05),
                 "position_strength": _float_slider("position_strength", position_strength, 0.0, 2.0, 0.05)}
     generator = torch.Generator().manual_seed(0)

@@ -53,6 +53,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import course_utils as cu  # noqa: E402
 from course_utils import _validate  # noqa: E402
+from course_utils import widgets  # noqa: E402
 from course_utils.combine import Recovery  # noqa: E402
 from course_utils.decomposition import FourTerms  # noqa: E402
 from course_utils.layers import LayerProfile, ResidualFeatures  # noqa: E402
@@ -1028,6 +1029,40 @@ CASES: dict[str, Case] = {
 }
 
 
+
+# The explorers of course_utils.widgets are public too (a lesson calls them); a name "widgets.X" here.
+def _explorer(make, valid: dict, kinds: dict) -> Case:
+    return Case(st.fixed_dictionaries(valid), kinds, lambda kw, out: isinstance(out, widgets.Explorer),
+                call=make, examples=6)
+
+
+EXPLORER_CASES = {
+    "widgets.sinusoid_explorer": _explorer(
+        widgets.sinusoid_explorer,
+        dict(d_model=st.sampled_from((4, 8, 32)), base=st.floats(10, 1e5), n_positions=st.sampled_from((16, 64))),
+        dict(d_model=Int(4, 128), base=Real(positive=True), n_positions=Int(16, 256))),
+    "widgets.offset_map_explorer": _explorer(
+        widgets.offset_map_explorer,
+        dict(t=st.integers(0, 40), k=st.integers(-12, 12), d_model=st.sampled_from((2, 8, 16))),
+        dict(t=Int(0, 40), k=Int(-12, 12), d_model=Int(2, 16))),
+    "widgets.amplitude_explorer": _explorer(
+        widgets.amplitude_explorer,
+        dict(amplitude=st.floats(0.01, 100), d_model=st.sampled_from((16, 64)), vocab=st.integers(2, 16),
+             n_positions=st.integers(2, 16)),
+        dict(amplitude=Real(positive=True), d_model=Int(16, 256), vocab=Size(2), n_positions=Size(2))),
+    "widgets.four_terms_explorer": _explorer(
+        widgets.four_terms_explorer,
+        dict(token_strength=st.floats(0, 2), position_strength=st.floats(0, 2), n=st.integers(2, 16),
+             d_model=st.sampled_from((2, 8, 32))),
+        dict(token_strength=Real(), position_strength=Real(), n=Size(2), d_model=Size(2))),
+    "widgets.permutation_explorer": _explorer(
+        widgets.permutation_explorer,
+        dict(sentence=st.sampled_from(("a b", "the cat sat on a mat")), d_model=st.sampled_from((2, 8))),
+        dict(sentence=Text(), d_model=Size(2))),
+}
+CASES.update(EXPLORER_CASES)
+
+
 def _seeded(seed: int, *shape) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
@@ -1038,7 +1073,7 @@ def _target(name: str):
 
 def _parameters(name: str) -> set[str]:
     """Every parameter a call of this name can be given, including a forward() after construction."""
-    obj = getattr(cu, name)
+    obj = _target(name) if name in EXPLORER_CASES else getattr(cu, name)
     names = set(inspect.signature(obj).parameters)
     if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
         names |= set(inspect.signature(obj.forward).parameters) - {"self", "details"}
@@ -1046,7 +1081,10 @@ def _parameters(name: str) -> set[str]:
 
 
 def test_every_public_name_and_parameter_is_fuzzed():
-    assert set(CASES) | RECORDS == set(cu.__all__), "every public name needs a fuzz entry (or is a plain record)"
+    assert (set(CASES) - set(EXPLORER_CASES)) | RECORDS == set(cu.__all__), \
+        "every public name needs a fuzz entry (or is a plain record)"
+    assert set(EXPLORER_CASES) == {f"widgets.{make.__name__}" for make in widgets.EXPLORERS.values()}, \
+        "every explorer needs a fuzz entry"
     assert not set(CASES) & RECORDS
     for name, case in CASES.items():
         assert set(case.kinds) == _parameters(name), f"{name}: the fuzz entry must list every parameter"
