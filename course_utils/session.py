@@ -33,10 +33,11 @@ _MATPLOTLIB_DEFAULTS = {
 # Intel chip with AVX-512 and another on an AMD one, torch's own kernels come in AVX2 and AVX-512
 # builds. Each path sums in its own order, so the last bits of a float32 matmul differ, and a
 # training run that starts a bit apart ends a few thousandths apart: the stored numbers would hold
-# on one kind of CPU only. These variables fix one path for every x86 CPU (MKL's "conditional
-# numerical reproducibility" mode and torch's AVX2 kernels). The libraries read them when they
-# first compute, not when they are imported, so `import course_utils` sets them before any lesson
-# computes anything; the Makefile also exports them, for every process it starts.
+# on one kind of CPU only. These variables ask for one path on every x86 CPU (MKL's "conditional
+# numerical reproducibility" mode and torch's AVX2 kernels; that this makes an AVX-512 Intel chip
+# match an AVX2 AMD one is what those modes promise, not yet checked by this course). The
+# libraries read them when they first compute, not when they are imported, so `import
+# course_utils` sets them before any lesson computes anything (tests/test_session.py proves it).
 PORTABLE_NUMERICS = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 AVX2_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2"}
 
@@ -52,7 +53,7 @@ def _has_avx2() -> bool:
 
 
 def pin_numerics() -> dict[str, str]:
-    """Set the variables that make float results the same on any x86 CPU, unless already set.
+    """Set the variables that fix the math libraries' code path (see above), unless already set.
 
     Returns the variables in force. A variable the user set keeps the user's value.
     """
