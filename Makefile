@@ -76,18 +76,18 @@ nbval: $(TEST_STAMP)
 	$(BIN)/python -m pytest $(LESSONS) $(NBVAL) $(XDIST)
 
 execute: $(STAMP)
-	$(BIN)/python -m course_utils.execute $(LESSONS)
-	$(BIN)/python -m course_utils.student
+	$(BIN)/python -m tools.execute $(LESSONS)
+	$(BIN)/python -m tools.student
 
 student: $(STAMP)
-	$(BIN)/python -m course_utils.student
+	$(BIN)/python -m tools.student
 
 # The real nbgrader on every lesson (CI autogrades lessons 01 and 09 inside `make test`).
 grade-check: $(TEST_STAMP)
 	COURSE_GRADE_ALL=1 $(BIN)/python -m pytest tests/test_grading.py -n 2 --dist load -v
 
 bench: $(STAMP)
-	$(BIN)/python -m course_utils.bench
+	$(BIN)/python -m tools.bench
 
 # The website (Jupyter Book 1.x, configured in site/): the lessons as executed, never re-run; any
 # warning (a broken link, a missing section) fails the build.

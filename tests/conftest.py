@@ -1,6 +1,7 @@
 """Shared test fixtures: paths into the repository, independent of the working directory."""
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ settings.register_profile("random", derandomize=False, database=None, print_blob
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 ROOT = Path(__file__).resolve().parent.parent
+# The authoring tools (tools/: execute, student, bench) are not installed: import them from here.
+sys.path.insert(0, str(ROOT))
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 

@@ -5,7 +5,7 @@ import os
 import nbformat
 import pytest
 
-from course_utils import bench
+from tools import bench
 
 
 def test_peak_rss_of_this_process_is_plausible():

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from course_utils import attention_heatmap, causal_mask, rounded  # noqa: E402
-from course_utils.execute import execute_lesson  # noqa: E402
+from tools.execute import execute_lesson  # noqa: E402
 
 
 def test_rounded_handles_tensors_arrays_numbers_and_negative_zero():

@@ -4,8 +4,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import LESSONS, NOTEBOOKS
-from course_utils import student
+from conftest import LESSONS, NOTEBOOKS, ROOT
+from tools import student
 
 STUDENT = NOTEBOOKS / "student"
 
@@ -119,3 +119,33 @@ def test_student_copy_runs_and_every_check_says_not_yet(path):
         else:
             assert not errors, f"{errors} in:\n{cell.source}"
     assert tests >= 1
+
+
+def test_the_learners_package_holds_no_authoring_tool():
+    """`import course_utils` shows what the lessons use: the tools that execute lessons, build
+    student copies and time them live in tools/, outside the installed package."""
+    import pkgutil
+
+    import course_utils
+
+    modules = {m.name for m in pkgutil.iter_modules(course_utils.__path__)}
+    assert not modules & {"execute", "student", "bench"}
+    for path in (ROOT / "course_utils").rglob("*.py"):
+        text = path.read_text()
+        assert "nbclient" not in text and "__main__" not in text, f"{path} is an authoring tool"
+
+
+def test_every_public_name_is_what_a_lesson_uses():
+    """Each name in course_utils.__all__ appears in a lesson, or is used by the explorers and
+    checks the lessons call, or is a result type a lesson gets back."""
+    import re
+
+    import course_utils
+
+    text = "\n".join(cell.source for path in LESSONS for cell in nbformat.read(path, 4).cells)
+    text += "".join(p.read_text() for p in (ROOT / "course_utils").glob("widgets.py"))
+    text += "".join(p.read_text() for p in (ROOT / "course_utils" / "checks").glob("*.py"))
+    for name in course_utils.__all__:
+        if isinstance(getattr(course_utils, name), type):
+            continue
+        assert re.search(rf"\b{name}\b", text), f"{name} is public but no lesson uses it"

@@ -1,7 +1,7 @@
 """Student copies of the lessons: solutions replaced by a stub, outputs cleared.
 
-    python -m course_utils.student           # (re)writes notebooks/student/NN_*.ipynb
-    python -m course_utils.student --check   # exit 1 if a committed copy differs from a fresh build
+    python -m tools.student           # (re)writes notebooks/student/NN_*.ipynb
+    python -m tools.student --check   # exit 1 if a committed copy differs from a fresh build
 
 A solution is every line between nbgrader's markers ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; it becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` at the
@@ -109,7 +109,7 @@ def build(lessons: Path, out: Path) -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.student", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.student", description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", type=Path, default=Path("notebooks"))
     parser.add_argument("--out", type=Path, default=Path("notebooks/student"))
     parser.add_argument("--check", action="store_true", help="only compare with the committed copies")

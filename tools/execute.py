@@ -1,7 +1,7 @@
 """Re-execute lessons top to bottom in the current environment and store their outputs.
 
-    python -m course_utils.execute                       # every notebooks/NN_*.ipynb
-    python -m course_utils.execute notebooks/01_*.ipynb  # just these
+    python -m tools.execute                       # every notebooks/NN_*.ipynb
+    python -m tools.execute notebooks/01_*.ipynb  # just these
 
 This (through `make execute`) is the only way lesson outputs are produced: nbval then
 proves that re-running the code gives exactly the stored outputs.
@@ -59,7 +59,7 @@ def execute_lesson(path: Path, *, timeout: int = 300) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.execute", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.execute", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, help="notebooks to run (default: every lesson)")
     args = parser.parse_args(argv)
     paths = args.paths or lesson_paths(Path("notebooks"))

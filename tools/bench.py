@@ -1,6 +1,6 @@
 """The course benchmark: is every lesson fast and small enough for a laptop or a Binder session?
 
-    python -m course_utils.bench          # (make bench) every lesson, the floor, every explorer
+    python -m tools.bench          # (make bench) every lesson, the floor, every explorer
 
 Runs each lesson top to bottom in a fresh kernel (as "Run All" does; the stored notebooks are
 not modified), and measures
@@ -131,7 +131,7 @@ def markdown(results: dict) -> str:
     lines = [
         "# Benchmark",
         "",
-        "Written by `make bench` (`python -m course_utils.bench`); do not edit by hand. Each lesson runs",
+        "Written by `make bench` (`python -m tools.bench`); do not edit by hand. Each lesson runs",
         "top to bottom in a fresh kernel; *× floor* divides its time by the kernel floor (a notebook that",
         "only imports the course and calls `setup()`), measured in the same run. Memory is the kernel's",
         "peak resident set.",
@@ -168,7 +168,7 @@ def _mb(value: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, help="lessons to run (default: every lesson)")
     parser.add_argument("--out", type=Path, default=Path("bench"), help="folder for results.json and README.md")
     args = parser.parse_args(argv)
