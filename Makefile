@@ -6,13 +6,21 @@
 #   make bench    time every lesson and explorer, check the budgets, write bench/README.md
 #   make site     build the course website from the executed lessons into site/_build/html
 #   make grade-check  the nbgrader round trip (generate, autograde 3 kinds of submission) on every lesson
+#   make fuzz     the property tests with fresh random examples, many more of them (for authors)
+#   make lock     re-resolve requirements.lock, the verified environment, with uv (for authors)
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The install is redone only when pyproject.toml changes: its hash names the stamp file.
-KEY := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:16])")
+# The Pythons the course supports (requirements.lock resolves for each; tests/test_lock.py).
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# Every install takes its versions from requirements.lock, the environment whose outputs nbval
+# proves; it is redone only when pyproject.toml or the lock changes: their hash names the stamp.
+LOCK := requirements.lock
+PIP_INSTALL := $(BIN)/python -m pip install --quiet -c $(LOCK)
+KEY := $(shell cat pyproject.toml $(LOCK) | $(PYTHON) -c "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 STAMP := $(VENV)/.installed-$(KEY)
 TEST_STAMP := $(VENV)/.installed-test-$(KEY)
 SITE_STAMP := $(VENV)/.installed-site-$(KEY)
@@ -25,26 +33,28 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test unit nbval browser execute student bench site grade-check install clean help
+.PHONY: lab test unit nbval browser execute student bench site grade-check fuzz lock install clean help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# *//'
+	@sed -n '2,11p' Makefile | sed 's/^# *//'
 
+# An unsupported Python stops here with one sentence, before pip can fail in a long traceback.
 $(BIN)/python:
+	@if [ -z "$(filter $(PYTHON_VERSION),$(SUPPORTED_PYTHONS))" ]; then echo "The course needs Python 3.11, 3.12 or 3.13, but '$(PYTHON)' is $(if $(PYTHON_VERSION),Python $(PYTHON_VERSION),not a Python that runs): install a supported one and run, for example, 'make lab PYTHON=python3.12'."; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) -e '.[lab]'
 	$(BIN)/python -c "import matplotlib.pyplot"  # builds matplotlib's font cache now, not in a lesson
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,site,grade]'
+	$(PIP_INSTALL) -e '.[lab,test,browser,site,grade]'
 	touch $@
 
 $(SITE_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[site]'
+	$(PIP_INSTALL) -e '.[lab,site]'
 	touch $@
 
 install: $(STAMP)
@@ -85,6 +95,23 @@ student: $(STAMP)
 # The real nbgrader on every lesson (CI autogrades lessons 01 and 09 inside `make test`).
 grade-check: $(TEST_STAMP)
 	COURSE_GRADE_ALL=1 $(BIN)/python -m pytest tests/test_grading.py -n 2 --dist load -v
+
+# Every test file that uses Hypothesis, with a fresh random seed and ten times the examples (the
+# `fuzz` profile and `examples` in tests/conftest.py); a failure prints the seed that re-runs it.
+FUZZ_TESTS = $(shell grep -l "^from hypothesis import" tests/test_*.py)
+ifndef FUZZ_SEED
+FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+fuzz: $(TEST_STAMP)
+	@echo "make fuzz: Hypothesis seed $(FUZZ_SEED)"
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest $(FUZZ_TESTS) \
+		--hypothesis-seed=$(FUZZ_SEED) -p no:cacheprovider $(XDIST) \
+		|| { echo "make fuzz found a failing example; re-run it with: make fuzz FUZZ_SEED=$(FUZZ_SEED)"; exit 1; }
+
+# Re-resolve the lock from pyproject.toml's ranges, keeping every pin that still fits (add
+# UPGRADE=--upgrade to move to the newest versions). Then `make execute` and `make test`.
+lock: $(TEST_STAMP)
+	UV_PYTHON_DOWNLOADS=never UV_PYTHON=$(BIN)/python $(BIN)/uv pip compile pyproject.toml --all-extras --universal --python-version 3.11 $(UPGRADE) -o $(LOCK)
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -5,7 +5,7 @@ A lesson imports what it needs from here:
     from course_utils import setup, sinusoidal_encoding, attention
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
-combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10),
+combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10), rope (11),
 with attention, models, tasks, training, probes, plots, display and session shared by all, and
 checks for the homework.
 """
@@ -17,7 +17,7 @@ _pin_numerics()
 
 from .attention import attention, causal_mask
 from .attention_positions import (alibi_bias, alibi_slopes, attention_at_offset, attention_beyond,
-                                  RelativeBias, rope_rotate)
+                                  RelativeBias)
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
 from .combine import (block_parameters, cosine_spread, effective_rank, nearest_token_accuracy, principal_angles,
@@ -36,6 +36,8 @@ from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_c
                     similarity_vs_offset)
 from .probes import linear_probe, logistic_probe, variance_explained
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
+from .rope import (convert_rope_layout, rope_decay_bound, rope_decode_step, rope_permutation,
+                   rope_rotate)
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
 from .training import accuracy_by_position, evaluate, train
@@ -57,6 +59,7 @@ __all__ = [
     "causal_mask",
     "code_heatmap",
     "commuting_map",
+    "convert_rope_layout",
     "cosine_similarity_matrix",
     "cosine_spread",
     "count_parameters",
@@ -105,6 +108,9 @@ __all__ = [
     "RelativeBias",
     "residual_features",
     "ResidualFeatures",
+    "rope_decay_bound",
+    "rope_decode_step",
+    "rope_permutation",
     "rope_rotate",
     "rounded",
     "seed_table",

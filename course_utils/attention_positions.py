@@ -1,7 +1,8 @@
 """Position inside attention instead of at the input: RoPE, ALiBi and a learned relative bias.
 
 - RoPE (Su et al. 2021) rotates each query and key by its own position with lesson 04's
-  rotations: (M_t q)·(M_s k) = q·M_{s-t} k, so the score sees only the offset s − t.
+  rotations: (M_t q)·(M_s k) = q·M_{s-t} k, so the score sees only the offset s − t. It lives in
+  course_utils/rope.py (rope_rotate is also importable from here).
 - ALiBi (Press et al. 2022) adds a fixed penalty −m_h·|t − s| to head h's logits.
 - A relative bias (Raffel et al. 2020, T5; after Shaw et al. 2018, who learn a vector per offset)
   adds a learned number per head and per offset s − t, offsets beyond ±max_distance sharing the
@@ -18,34 +19,7 @@ import torch
 from torch import nn
 
 from . import _validate
-from .encodings import frequencies
-
-
-def rope_rotate(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10_000.0) -> torch.Tensor:
-    """Rotate every row of ``x`` [..., n, d] by its position, pair by pair: row t becomes M_t @ x[t].
-
-    M_t is lesson 04's offset matrix (interleaved (sin, cos) pairs, ω_i = base^(-2i/d)), so
-    rope_rotate(q)[t] · rope_rotate(k)[s] depends on q, k and s − t only. positions defaults
-    to 0 .. n-1 ([n] reals allowed). Returns a tensor shaped like x.
-    """
-    x = _validate.float_tensor(x, "x", min_dims=2)
-    n, d = x.shape[-2], x.shape[-1]
-    _validate.d_model(d, "the last dimension of x")
-    if positions is None:
-        positions = torch.arange(n, dtype=torch.float64)
-    elif not isinstance(positions, torch.Tensor) or positions.ndim != 1 or positions.shape[0] != n:
-        raise ValueError(f"positions must be a 1-D tensor with one position per row of x ({n})")
-    elif positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must hold real numbers, got dtype {positions.dtype}")
-    elif not torch.isfinite(positions).all():
-        raise ValueError("positions contains NaN or infinite values")
-    angles = positions.to(torch.float64)[:, None] * frequencies(d, base=base)[None, :]  # [n, d/2]
-    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
-    first, second = x[..., 0::2], x[..., 1::2]
-    rotated = torch.empty_like(x)
-    rotated[..., 0::2] = cos * first + sin * second
-    rotated[..., 1::2] = -sin * first + cos * second
-    return rotated
+from .rope import rope_rotate  # noqa: F401  (RoPE lives in rope.py; kept importable from here)
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:

@@ -23,9 +23,10 @@ from torch import nn
 
 from . import _validate
 from .attention import causal_mask, scaled_dot_product
-from .attention_positions import RelativeBias, alibi_bias, checked_slopes, rope_rotate
-from .encodings import sinusoidal_encoding
+from .attention_positions import RelativeBias, alibi_bias, checked_slopes
+from .encodings import LAYOUTS, sinusoidal_encoding
 from .naive import integer_encoding, normalised_encoding
+from .rope import rope_rotate
 
 INPUT_CODES = ("sinusoidal", "learned", "integer", "normalised")
 ATTENTION_CODES = ("rope", "alibi", "relative")
@@ -53,6 +54,7 @@ class ModelConfig:
     d_ff: int | None = None
     relative_max_distance: int = 8
     alibi_slopes: tuple[float, ...] | None = None  # position="alibi": m_1 .. m_H; None: Press et al.'s
+    rope_layout: str = "interleaved"  # position="rope": pairs (2i, 2i+1), or "halves" (i, i + d_head/2)
 
     def __post_init__(self):
         # The config keeps the checked values (a 0-d tensor becomes an int), never the raw ones.
@@ -77,6 +79,12 @@ class ModelConfig:
             if self.position != "alibi":
                 raise ValueError(f'alibi_slopes is only used with position="alibi", got position="{self.position}"')
             keep("alibi_slopes", checked_slopes(self.alibi_slopes, n_heads, "alibi_slopes"))
+        _validate.choice(self.rope_layout, "rope_layout", LAYOUTS)
+        if self.position == "rope" and (self.d_model // n_heads) % 2:
+            raise ValueError(f"RoPE turns pairs of features: d_model / n_heads must be even, got d_model "
+                             f"{self.d_model}, n_heads {n_heads}")
+        if self.rope_layout != "interleaved" and self.position != "rope":
+            raise ValueError(f'rope_layout is only used with position="rope", got position="{self.position}"')
         if self.position in ATTENTION_CODES and (self.combine != "add" or self.reapply_position):
             raise ValueError(f'position="{self.position}" acts inside attention: use combine="add", reapply_position=False')
         if self.combine == "concat":
@@ -208,13 +216,15 @@ POSITION_CODES = {
 class SelfAttention(nn.Module):
     """Multi-head self-attention. x [batch, n, d_model] → (out [batch, n, d_model], weights, logits).
 
-    With rope=True, queries and keys are rotated by their positions start .. start + n - 1.
+    With rope=True, queries and keys are rotated by their positions start .. start + n - 1,
+    pairing features as ``rope_layout`` says ("interleaved" or "halves", see rope.py).
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, rope: bool = False):
+    def __init__(self, d_model: int, n_heads: int, *, rope: bool = False, rope_layout: str = "interleaved"):
         super().__init__()
         self.n_heads = n_heads
         self.rope = rope
+        self.rope_layout = rope_layout
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
@@ -224,7 +234,8 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         if self.rope:
             positions = None if start == 0 else torch.arange(start, start + n, dtype=torch.float64)
-            q, k = rope_rotate(q, positions), rope_rotate(k, positions)
+            q = rope_rotate(q, positions=positions, layout=self.rope_layout)
+            k = rope_rotate(k, positions=positions, layout=self.rope_layout)
         heads, weights, logits = scaled_dot_product(q, k, v, mask, bias)  # [batch, heads, n, d_head]
         return self.out(heads.transpose(1, 2).reshape(batch, n, d)), weights, logits
 
@@ -232,10 +243,11 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-LN transformer block: x + attention(LN(x)), then + MLP(LN(·))."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, rope: bool = False):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, rope: bool = False,
+                 rope_layout: str = "interleaved"):
         super().__init__()
         self.ln_attention = nn.LayerNorm(d_model)
-        self.attention = SelfAttention(d_model, n_heads, rope=rope)
+        self.attention = SelfAttention(d_model, n_heads, rope=rope, rope_layout=rope_layout)
         self.ln_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
@@ -272,7 +284,8 @@ class TinyTransformer(nn.Module):
                                   if config.position == "relative" else None)
             d_ff = config.d_ff or 4 * d
             rope = config.position == "rope"
-            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff, rope=rope) for _ in range(config.n_layers))
+            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff, rope=rope, rope_layout=config.rope_layout)
+                                        for _ in range(config.n_layers))
             self.ln_final = nn.LayerNorm(d)
             self.head = nn.Linear(d, config.n_outputs or config.vocab_size)
 

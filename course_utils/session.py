@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import random
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -92,37 +93,90 @@ def setup(seed: int = 0) -> None:
             set_matplotlib_formats("png")
 
 
-def _pins() -> dict[str, str]:
-    """The exact versions course-utils pins, read from its installed metadata."""
-    pins = {}
-    for requirement in metadata.requires("course-utils") or []:
-        if ";" in requirement:  # extras such as the test tools
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
+# requirements.lock, the verified environment, sits in the course folder next to course_utils/.
+LOCK = Path(__file__).resolve().parent.parent / "requirements.lock"
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _ranges() -> dict[str, str]:
+    """{package: its supported range} for what course_utils needs, from the installed metadata."""
+    from packaging.requirements import Requirement
+
+    ranges = {}
+    for text in metadata.requires("course-utils") or []:
+        requirement = Requirement(text)
+        if requirement.marker is not None:  # the lab, test, site … extras
             continue
-        name, _, version = requirement.partition("==")
-        pins[name.strip()] = version.strip()
+        lower_first = sorted(map(str, requirement.specifier), key=lambda spec: spec[0] != ">")
+        ranges[requirement.name] = ", ".join(lower_first)
+    return ranges
+
+
+def _verified(lock: Path = LOCK) -> dict[str, str]:
+    """{package: version} of the verified environment (requirements.lock, its pins for this
+    machine's Python and platform), or {} when the course folder is not there (e.g. on Colab)."""
+    if not lock.is_file():
+        return {}
+    from packaging.markers import Marker
+
+    pins = {}
+    for line in lock.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;]+)(?: ; (.*))?$", line)
+        if match and (match.group(3) is None or Marker(match.group(3)).evaluate()):
+            pins[_normal(match.group(1))] = match.group(2)
     return pins
 
 
-def environment_report() -> bool:
-    """Print one line per pinned package: the version installed and whether it is the pinned one.
+def _in_range(version: str, specifier: str) -> bool:
+    from packaging.specifiers import SpecifierSet
 
-    Returns True when Python is 3.11 and every pinned package has its pinned version.
+    return SpecifierSet(specifier).contains(version.split("+")[0], prereleases=True)
+
+
+def environment_report() -> bool:
+    """Print one line for Python and one per package the lessons need: ✅ the verified version
+    (requirements.lock), ⚠️ another supported version, ❌ missing or unsupported; then a verdict.
+
+    Returns True when every line is ✅: then every stored number in the lessons will match.
     """
-    ok = sys.version_info[:2] == (3, 11)
-    print(f"{'✅' if ok else '❌'} Python {sys.version_info[0]}.{sys.version_info[1]} (the course needs 3.11)")
+    version = tuple(sys.version_info[:2])
+    verified_python = (3, 11)
+    python = "✅" if version == verified_python else "⚠️" if version in SUPPORTED_PYTHONS else "❌"
+    print(f"{python} Python {version[0]}.{version[1]} (supported: 3.11, 3.12, 3.13; "
+          f"the stored outputs were made with 3.11)")
+    marks = [python]
     try:
-        pins = _pins()
+        ranges = _ranges()
     except metadata.PackageNotFoundError:
         print("❌ course_utils is imported from the source folder but not installed: run `make lab`.")
         return False
-    for name, pinned in pins.items():
+    verified = _verified()
+    for name, specifier in ranges.items():
         try:
             installed = metadata.version(name)
         except metadata.PackageNotFoundError:
-            installed = "missing"
-        match = installed.split("+")[0] == pinned
-        ok &= match
-        print(f"{'✅' if match else '❌'} {name} {installed}" + ("" if match else f" (the course pins {pinned})"))
-    print("Ready: every number in the lessons will match." if ok else
-          "Not the pinned environment: run `make lab` from the course folder.")
-    return ok
+            installed = None
+        pinned = verified.get(_normal(name))
+        if installed is None:
+            mark, note = "❌", f"missing (needs {specifier})"
+        elif not _in_range(installed, specifier):
+            mark, note = "❌", f"{installed} (needs {specifier})"
+        elif pinned is None or installed.split("+")[0] != pinned:
+            mark, note = "⚠️", installed + (f" (verified: {pinned})" if pinned else "")
+        else:
+            mark, note = "✅", installed
+        marks.append(mark)
+        print(f"{mark} {name} {note}")
+    if "❌" in marks:
+        print("Not supported here: run `make lab` in the course folder (see the README).")
+    elif "⚠️" in marks:
+        where = "requirements.lock" if verified else "the course's requirements.lock"
+        print("Supported: every lesson runs, but trained numbers may differ from the stored ones")
+        print(f"in the last digits (the verified versions are in {where}; `make lab` installs them).")
+    else:
+        print("Ready: every number in the lessons will match.")
+    return set(marks) == {"✅"}

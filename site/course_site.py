@@ -138,6 +138,13 @@ def binder_url(notebook: str) -> str:
     return f"https://mybinder.org/v2/gh/{org_repo}/HEAD?urlpath=lab/tree/{notebook}"
 
 
+def colab_url(notebook: str) -> str:
+    """The Colab link that opens `notebook` from the repository's main branch (README's form)."""
+    repository = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    org_repo = repository.removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{org_repo}/blob/main/{notebook}"
+
+
 # --------------------------------------------------------------------------------------------
 # "Answered in": lesson 00's cell, e.g. "04 · §1–3 the offset map; §4 why both sine and cosine"
 
@@ -197,8 +204,9 @@ def lesson_map(lessons: dict[str, Lesson], table: dict[str, str]) -> str:
     for number, lesson in lessons.items():
         # (q5)= in site/questions.md labels question Q5; a missing label fails the build.
         questions = ", ".join(f"[{q}](#{q.lower()})" for q in answers.get(number, [])) or "—"
-        binder = binder_url(f"notebooks/{lesson.path.name}")
-        rows.append(f"| {lesson.title_link} | {questions} | [on Binder]({binder}) |")
+        notebook = f"notebooks/{lesson.path.name}"
+        rows.append(f"| {lesson.title_link} | {questions} | [on Binder]({binder_url(notebook)}) · "
+                    f"[on Colab]({colab_url(notebook)}) |")
     return "\n".join(rows)
 
 

@@ -1,6 +1,7 @@
 """Shared test fixtures: paths into the repository, independent of the working directory."""
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -10,16 +11,44 @@ from hypothesis import settings
 
 # `make test` and CI give the same verdict on every run and every machine: Hypothesis draws its
 # examples from a fixed seed (derandomize) and keeps no example database between runs. Authors
-# who want fresh random examples choose another profile: HYPOTHESIS_PROFILE=random.
+# who want fresh random examples choose another profile: HYPOTHESIS_PROFILE=random, or `make
+# fuzz` (the fuzz profile: random, ten times the examples, seed printed by the make target).
 settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
 settings.register_profile("random", derandomize=False, database=None, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+settings.register_profile("fuzz", derandomize=False, database=None, print_blob=True)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "deterministic")
+settings.load_profile(PROFILE)
+
+
+def examples(n: int) -> int:
+    """A property test's number of examples: n, or ten times n under `make fuzz`."""
+    return 10 * n if PROFILE == "fuzz" else n
 
 ROOT = Path(__file__).resolve().parent.parent
 # The authoring tools (tools/: execute, student, bench) are not installed: import them from here.
 sys.path.insert(0, str(ROOT))
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def read_lock(environment: dict[str, str] | None = None) -> dict[str, str]:
+    """requirements.lock as {normalised package name: pinned version}, for the pins whose
+    environment marker holds here (or in ``environment``: marker variables that override ours)."""
+    from packaging.markers import Marker
+
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;]+)(?: ; (.*))?$", line)
+        if match and (match.group(3) is None or Marker(match.group(3)).evaluate(environment)):
+            pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return pins
+
+
+def lock_python() -> str:
+    """The Python version requirements.lock was resolved for (its uv command's --python-version)."""
+    match = re.search(r"--python-version (3\.\d+)", (ROOT / "requirements.lock").read_text())
+    assert match, "requirements.lock does not say which Python it was resolved for"
+    return match.group(1)
 
 
 @pytest.fixture(scope="session")

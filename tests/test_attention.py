@@ -7,12 +7,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils import attention, causal_mask
 
-FAST = settings(max_examples=50, deadline=None, database=None)
+FAST = settings(max_examples=examples(50), deadline=None, database=None)
 F64 = torch.float64
 
 

@@ -1,46 +1,12 @@
-"""RoPE, ALiBi and the relative bias: offset-only scores, lesson 04's rotations, plugged into the model."""
+"""ALiBi and the relative bias (RoPE: tests/test_rope.py), plugged into the model."""
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from course_utils import ModelConfig, TinyTransformer, count_parameters, offset_dependence, offset_matrix
+from course_utils import ModelConfig, TinyTransformer, count_parameters, offset_dependence
 from course_utils.attention_positions import (RelativeBias, alibi_bias, alibi_slopes, attention_at_offset,
-                                             attention_beyond, rope_rotate)
+                                             attention_beyond)
 from course_utils.models import ATTENTION_CODES, POSITIONS
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 12), half=st.integers(1, 8), seed=st.integers(0, 1000))
-def test_rope_rotates_row_t_by_lesson_04s_m_t(n, half, seed):
-    d = 2 * half
-    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    rotated = rope_rotate(x)
-    for t in range(n):
-        torch.testing.assert_close(rotated[t], offset_matrix(t, d, dtype=torch.float64) @ x[t])
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(2, 12), half=st.integers(1, 8), seed=st.integers(0, 1000))
-def test_rope_scores_depend_only_on_the_offset(n, half, seed):
-    g = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(1, 2 * half, generator=g, dtype=torch.float64), torch.randn(1, 2 * half, generator=g, dtype=torch.float64)
-    scores = rope_rotate(q.expand(n, -1)) @ rope_rotate(k.expand(n, -1)).T
-    assert offset_dependence(scores) < 1e-9
-
-
-def test_rope_keeps_batch_dimensions_and_norms():
-    x = torch.randn(2, 3, 5, 8)
-    rotated = rope_rotate(x)
-    assert rotated.shape == x.shape
-    torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
-    with pytest.raises(ValueError, match="last dimension"):
-        rope_rotate(torch.randn(4, 5))
-    with pytest.raises(ValueError, match="positions"):
-        rope_rotate(torch.randn(4, 6), torch.arange(3))
-    with pytest.raises(TypeError, match="x"):
-        rope_rotate([[1.0, 2.0]])
 
 
 def test_alibi_is_a_fixed_distance_penalty():

@@ -69,6 +69,7 @@ def test_post_build_runs_and_builds_missing_student_copies(tmp_path, committed):
     work = tmp_path / "course"
     shutil.copytree(ROOT / "notebooks", work / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copytree(BINDER, work / "binder")
+    shutil.copytree(ROOT / "tools", work / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     if not committed:
         shutil.rmtree(work / "notebooks" / "student")
     fake = tmp_path / "bin"

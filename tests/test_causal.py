@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,7 +46,7 @@ def test_uniform_causal_weights_default_dtype_and_errors():
         uniform_causal_weights(3, dtype="float")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(t=st.integers(0, 200), bias=st.floats(-5, 5))
 def test_bos_weight_is_the_softmax_share_of_the_first_key(t, bias):
     logits = torch.zeros(t + 1, dtype=torch.float64)
@@ -71,7 +72,7 @@ def test_bos_weight_errors_name_the_argument(args, error, word):
         bos_weight(*args)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(bias=st.floats(-3, 3), n=st.integers(2, 40))
 def test_fit_bos_bias_recovers_the_bias(bias, n):
     weights = bos_weight(torch.arange(n), bias)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,7 +97,7 @@ def test_effective_rank_of_the_sinusoidal_code_saturates():
     assert ranks == sorted(ranks) and ranks[0] < 16 and ranks[-1] <= 64 and ranks[-1] == ranks[-2]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 2**16))
 def test_principal_directions_are_orthonormal_and_hold_the_energy(n, d, seed):
     matrix = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=F64)
@@ -143,7 +144,7 @@ def test_principal_angles_ignore_repeated_rows_and_agree_with_scipy_style_formul
     assert np.allclose(got.numpy(), expected, atol=1e-8)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 5), st.integers(1, 5), st.integers(6, 12), st.integers(0, 2**16))
 def test_share_matches_the_angles(k_a, k_b, d, seed):
     generator = torch.Generator().manual_seed(seed)
@@ -216,7 +217,7 @@ def test_nearest_token_accuracy_by_hand_and_per_position():
 
 
 @given(st.integers(2, 12), st.integers(1, 10), st.integers(1, 8), st.integers(0, 10**6))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_nearest_token_accuracy_agrees_with_the_explicit_sums(vocab, n, d, seed):
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randn(vocab, d, generator=generator, dtype=F64)

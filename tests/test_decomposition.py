@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils import FourTerms, four_term_decomposition, sinusoidal_encoding
 
-FAST = settings(max_examples=50, deadline=None, database=None)
+FAST = settings(max_examples=examples(50), deadline=None, database=None)
 F64 = torch.float64
 
 

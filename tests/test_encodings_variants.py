@@ -8,12 +8,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils import frequencies, offset_similarity, sinusoidal_encoding
 
-FAST = settings(max_examples=50, deadline=None, database=None)
+FAST = settings(max_examples=examples(50), deadline=None, database=None)
 
 even_d = st.integers(min_value=1, max_value=64).map(lambda h: 2 * h)
 bases = st.floats(min_value=2.0, max_value=1e6, allow_nan=False, allow_infinity=False)

@@ -45,6 +45,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from conftest import examples
 from hypothesis import HealthCheck, Phase, find, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import NoSuchExample  # noqa: E402
@@ -407,6 +408,7 @@ def model_config_kwargs(draw) -> dict:
         n_outputs=draw(st.none() | st.integers(1, 8)), d_ff=draw(st.none() | st.integers(1, 16)),
         relative_max_distance=draw(st.integers(1, 4)),
         alibi_slopes=draw(st.none() | st.tuples(*[st.floats(1e-3, 4)] * n_heads)) if position == "alibi" else None,
+        rope_layout=draw(st.sampled_from(("interleaved", "halves"))) if position == "rope" else "interleaved",
     )
 
 
@@ -646,10 +648,39 @@ def _permutation_kwargs(draw):
 @st.composite
 def _rope_kwargs(draw):
     lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
-    n = draw(small)
-    x = _randn(draw, *lead, n, draw(even))
+    n, d = draw(small), draw(even)
+    x = _randn(draw, *lead, n, d)
     positions = draw(st.none() | st.lists(st.floats(-20, 20), min_size=n, max_size=n).map(torch.tensor))
-    return dict(x=x, positions=positions, base=draw(st.floats(2, 1e5)))
+    return dict(x=x, positions=positions, base=draw(st.floats(2, 1e5)),
+                layout=draw(st.sampled_from(("interleaved", "halves"))),
+                rotary_dim=draw(st.none() | st.sampled_from(range(2, d + 1, 2))))
+
+
+@st.composite
+def _rope_decode_kwargs(draw):
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    t, d, d_v = draw(st.integers(0, 3)), draw(even), draw(small)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    q, k = _randn(draw, *lead, 1, d, dtype=dtype), _randn(draw, *lead, 1, d, dtype=dtype)
+    v = _randn(draw, *lead, 1, d_v, dtype=dtype)
+    empty = t == 0 and draw(st.booleans())
+    cache_k = None if empty else _randn(draw, *lead, t, d, dtype=dtype)
+    cache_v = None if empty else _randn(draw, *lead, t, d_v, dtype=dtype)
+    return dict(q=q, k=k, v=v, cache_k=cache_k, cache_v=cache_v,
+                position=draw(st.none() | st.floats(-50, 50)), base=draw(st.floats(2, 1e5)),
+                layout=draw(st.sampled_from(("interleaved", "halves"))))
+
+
+def _expect_decode(kw, out):
+    output, cache_k, cache_v = out
+    t = 0 if kw["cache_k"] is None else kw["cache_k"].shape[-2]
+    shape_is(*kw["v"].shape)(output)
+    shape_is(*kw["k"].shape[:-2], t + 1, kw["k"].shape[-1])(cache_k)
+    shape_is(*kw["v"].shape[:-2], t + 1, kw["v"].shape[-1])(cache_v)
+
+
+def _expect_converted(kw, out):
+    assert isinstance(out, TinyTransformer) and out.config.rope_layout == kw["layout"]
 
 
 @st.composite
@@ -902,6 +933,12 @@ CASES: dict[str, Case] = {
                                      lambda kw, out: shape_is(kw["table"].shape[0], kw["table"].shape[0])(out)),
     "cosine_spread": Case(st.fixed_dictionaries(dict(d=small, n_pairs=st.integers(2, 20), seed=seeds)),
                           dict(d=Size(1), n_pairs=Size(2), seed=Seed()), lambda kw, out: is_float(out, 0)),
+    "convert_rope_layout": Case(
+        st.fixed_dictionaries(dict(model=st.just(_MODELS["rope"]),
+                                   layout=st.sampled_from(("interleaved", "halves")),
+                                   permute=st.booleans())),
+        dict(model=MODEL, layout=Choice(("interleaved", "halves")), permute=Bool()),
+        _expect_converted, examples=5),
     "count_parameters": Case(st.fixed_dictionaries(dict(model=models)), dict(model=Instance(torch.nn.Module)),
                              lambda kw, out: isinstance(out, int) and out >= 0),
     "effective_rank": Case(st.fixed_dictionaries(dict(matrix=_rows(), energy=st.floats(0.01, 1))),
@@ -993,7 +1030,7 @@ CASES: dict[str, Case] = {
         dict(vocab_size=Size(1), d_model=Size(1), n_heads=Int(1), n_layers=Size(0), max_len=Size(1),
              position=Choice(POSITIONS), combine=Choice(COMBINES), position_scale=Real(), d_position=ANY,
              causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1),
-             alibi_slopes=ANY),
+             alibi_slopes=ANY, rope_layout=ANY),
         _expect_config),
     "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
                            lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
@@ -1054,8 +1091,23 @@ CASES: dict[str, Case] = {
                                              generator=torch.Generator().manual_seed(seed)),
             seeds, small, st.integers(1, 8))))),
         dict(model=MODEL, batch=Instance(Batch)), _expect_features),
-    "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True)),
-                        lambda kw, out: shape_is(*kw["x"].shape)(out)),
+    "rope_decay_bound": Case(
+        st.fixed_dictionaries(dict(offsets=positions_arg(), d_head=even, base=st.floats(2, 1e6))),
+        dict(offsets=ANY, d_head=Size(1), base=Real(positive=True)),
+        lambda kw, out: shape_is(_n(kw["offsets"]))(out)),
+    "rope_decode_step": Case(
+        _rope_decode_kwargs(),
+        dict(q=ANY, k=ANY, v=ANY, cache_k=ANY, cache_v=ANY, position=ANY, base=Real(positive=True),
+             layout=Choice(("interleaved", "halves"))),
+        _expect_decode, partners=("q", "k", "v", "cache_k", "cache_v")),
+    "rope_permutation": Case(
+        even.flatmap(lambda d: st.fixed_dictionaries(dict(
+            d_head=st.just(d), rotary_dim=st.none() | st.sampled_from(range(2, d + 1, 2))))),
+        dict(d_head=Size(1), rotary_dim=ANY),
+        lambda kw, out: shape_is(kw["d_head"])(out), partners=("d_head", "rotary_dim")),
+    "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True),
+                                             layout=Choice(("interleaved", "halves")), rotary_dim=ANY),
+                        lambda kw, out: shape_is(*kw["x"].shape)(out), partners=("x", "rotary_dim")),
     "rounded": Case(
         st.fixed_dictionaries(dict(values=st.one_of(st.floats(-10, 10), st.lists(st.floats(-10, 10), max_size=4),
                                                     st.builds(lambda s: _seeded(s, 2, 3), seeds)),
@@ -1204,7 +1256,7 @@ def _describe(value) -> str:
 
 
 def _settings(name: str) -> settings:
-    return settings(max_examples=CASES[name].examples, deadline=None, database=None,
+    return settings(max_examples=examples(CASES[name].examples), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
 

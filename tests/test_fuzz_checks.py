@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import torch
-from conftest import LESSONS, verdict
+from conftest import LESSONS, examples, verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -189,7 +189,7 @@ FIXED_JUNK: dict[str, Callable[[Callable], object]] = {
 
 
 def _settings() -> settings:
-    return settings(max_examples=EXAMPLES, deadline=None, database=None,
+    return settings(max_examples=examples(EXAMPLES), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -65,6 +65,13 @@ MISTAKES = {
     "l10_alibi_bias": "    d = torch.arange(n)[:, None] - torch.arange(n)[None, :]\n"
                       "    return slope * d.abs().float()  # the sign",
     "l10_rope_rotate": "    return x  # no rotation",
+    "l11_rope_permutation": "    return torch.arange(d)  # no permutation",
+    "l11_rope_complex": "    return x  # no rotation",
+    "l11_decode_step": "    where = torch.zeros(1)  # forgot the cache offset\n"
+                       "    keys = torch.cat([cache_k, rope_rotate(k[None], positions=where)])\n"
+                       "    q_rot = rope_rotate(q[None], positions=where)\n"
+                       "    weights = torch.softmax(q_rot @ keys.T / math.sqrt(q.shape[-1]), dim=-1)\n"
+                       "    return (weights @ torch.cat([cache_v, v[None]]))[0]",
 }
 # CI autogrades lesson 01 (fast) and lesson 09 (trains); `make grade-check` sets COURSE_GRADE_ALL=1
 # and autogrades every lesson.

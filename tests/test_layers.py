@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from conftest import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -32,7 +33,7 @@ from course_utils import (  # noqa: E402
 
 # --- position_labels ----------------------------------------------------------------------------
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 12), st.integers(1, 12))
 def test_position_labels_are_the_row_index_modulo_n(batch_size, n):
     labels = position_labels(batch_size, n)

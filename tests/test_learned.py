@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def test_cosine_similarity_matrix_known_values():
     assert torch.allclose(sim, expected, atol=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(n=st.integers(1, 8), d=st.integers(1, 6), seed=st.integers(0, 10_000),
        scale=st.floats(1e-2, 1e2))
 def test_cosine_similarity_matrix_properties(n, d, seed, scale):

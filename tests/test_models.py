@@ -109,7 +109,7 @@ def test_attention_codes_see_only_offsets_so_shifting_every_position_keeps_the_l
 
 def test_rope_start_rotates_queries_and_keys_by_their_shifted_positions():
     """start=k is the same as rope_rotate with positions k .. k+n-1: the shift is not a no-op inside."""
-    from course_utils.attention_positions import rope_rotate
+    from course_utils.rope import rope_rotate
     from course_utils.models import SelfAttention
 
     attention = SelfAttention(16, 2, rope=True)
@@ -118,7 +118,7 @@ def test_rope_start_rotates_queries_and_keys_by_their_shifted_positions():
     _, _, shifted = attention(x, None, None, 9)
     torch.testing.assert_close(shifted, logits, atol=1e-5, rtol=1e-5)
     q = attention.qkv(x).view(1, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)[0]
-    moved = rope_rotate(q, torch.arange(9, 14, dtype=torch.float64))
+    moved = rope_rotate(q, positions=torch.arange(9, 14, dtype=torch.float64))
     assert (moved - rope_rotate(q)).abs().max() > 0.1, "the queries themselves do move"
 
 

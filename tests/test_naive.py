@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
 
-FAST = settings(max_examples=50, deadline=None, database=None)
+FAST = settings(max_examples=examples(50), deadline=None, database=None)
 
 
 # --- integer_encoding -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ ROW = re.compile(r"^\| (Q\d+) \| .+ \| (.+) \|$", flags=re.M)
 def _question_table() -> dict[str, list[str]]:
     start = nbformat.read(NOTEBOOKS / "00_start_here.ipynb", as_version=4)
     text = "\n".join(c.source for c in start.cells if c.cell_type == "markdown")
-    return {q: re.findall(r"\b(0\d|10)\b", refs) for q, refs in ROW.findall(text)}
+    return {q: re.findall(r"\b(\d\d) · ", refs) for q, refs in ROW.findall(text)}
 
 
 def test_lesson_00_maps_every_question():

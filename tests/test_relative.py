@@ -7,12 +7,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils import commuting_map, frequencies, offset_matrix, pair_columns, sinusoidal_encoding
 
-FAST = settings(max_examples=50, deadline=None, database=None)
+FAST = settings(max_examples=examples(50), deadline=None, database=None)
 
 F64 = torch.float64
 LAYOUTS = st.sampled_from(["interleaved", "halves"])

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from conftest import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -25,7 +26,7 @@ from course_utils import (  # noqa: E402
 )
 
 F64 = torch.float64
-FAST = settings(max_examples=30, deadline=None, database=None)
+FAST = settings(max_examples=examples(30), deadline=None, database=None)
 
 
 # --- least_squares_map ------------------------------------------------------------------------

@@ -111,33 +111,54 @@ def test_refused_seed_changes_nothing():
 
 # --- environment_report ----------------------------------------------------------------------
 
-def test_environment_report(capsys):
+def _report(capsys) -> tuple[bool, list[str]]:
     ok = environment_report()
-    lines = capsys.readouterr().out.splitlines()
-    assert isinstance(ok, bool)
-    pins = session._pins()
-    assert "torch" in pins
-    # one line for Python, one per pinned package, one verdict
-    assert len(lines) == len(pins) + 2
-    assert "Python" in lines[0]
-    assert lines[0].startswith("✅" if sys.version_info[:2] == (3, 11) else "❌")
-    for line, name in zip(lines[1:-1], pins):
-        assert line.split()[1] == name
-        assert line[0] in "✅❌"
-    assert any("torch" in line for line in lines)
-    assert ok == (not any(line.startswith("❌") for line in lines))
-    assert lines[-1].startswith("Ready") if ok else lines[-1].startswith("Not the pinned environment")
+    return ok, capsys.readouterr().out.splitlines()
 
 
-def test_pins_come_from_the_installed_metadata():
-    pins = session._pins()
-    assert pins["torch"] == "2.13.0"
-    assert "pytest" not in pins  # extras are not pins of the lesson environment
-    for name, version in pins.items():
-        assert name and version and "==" not in name
+def _line(lines: list[str], name: str) -> str:
+    return next(line for line in lines if line.split()[1] == name)
 
 
-def test_environment_report_flags_a_wrong_version(capsys, monkeypatch):
+def test_environment_report(capsys):
+    ok, lines = _report(capsys)
+    assert ok is True, "the tests run in the verified environment (requirements.lock)"
+    ranges = session._ranges()
+    assert {"torch", "numpy", "scikit-learn"} <= set(ranges)
+    # one line for Python, one per package, one verdict
+    assert len(lines) == len(ranges) + 2
+    assert lines[0].startswith("✅ Python 3.11")
+    for line, name in zip(lines[1:-1], ranges):
+        assert line.startswith("✅ ") and line.split()[1] == name
+    assert lines[-1] == "Ready: every number in the lessons will match."
+    assert all(len(line) <= 88 for line in lines)
+
+
+def test_ranges_come_from_the_installed_metadata():
+    ranges = session._ranges()
+    assert ranges["torch"].startswith(">=") and "==" not in "".join(ranges.values())
+    assert "pytest" not in ranges and "jupyterlab" not in ranges  # extras are not the lessons' needs
+
+
+def test_verified_versions_come_from_the_lock(tmp_path):
+    assert session._verified()["torch"] == "2.13.0"
+    assert session._verified(tmp_path / "absent.lock") == {}
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==1.0 ; sys_platform == 'nowhere'\nnumpy==2.0\n    # via x\n")
+    assert session._verified(lock) == {"numpy": "2.0"}
+
+
+def test_another_supported_version_is_a_warning_not_a_failure(capsys, monkeypatch):
+    real_version = metadata.version
+    monkeypatch.setattr(session.metadata, "version",
+                        lambda name: "1.26.4" if name == "numpy" else real_version(name))
+    ok, lines = _report(capsys)
+    assert ok is False
+    assert _line(lines, "numpy").startswith("⚠️") and "(verified: 2.4.6)" in _line(lines, "numpy")
+    assert lines[-2].startswith("Supported: every lesson runs") and "last digits" in lines[-1]
+
+
+def test_a_missing_or_unsupported_package_fails(capsys, monkeypatch):
     real_version = metadata.version
 
     def fake_version(name):
@@ -148,32 +169,39 @@ def test_environment_report_flags_a_wrong_version(capsys, monkeypatch):
         return real_version(name)
 
     monkeypatch.setattr(session.metadata, "version", fake_version)
-    ok = environment_report()
-    lines = capsys.readouterr().out.splitlines()
+    ok, lines = _report(capsys)
     assert ok is False
-    numpy_line = next(line for line in lines if line.split()[1] == "numpy")
-    assert numpy_line.startswith("❌") and "1.0.0" in numpy_line and session._pins()["numpy"] in numpy_line
-    tqdm_line = next(line for line in lines if line.split()[1] == "tqdm")
-    assert tqdm_line.startswith("❌") and "missing" in tqdm_line
-    assert lines[-1].startswith("Not the pinned environment")
+    assert _line(lines, "numpy").startswith("❌") and "1.0.0 (needs >=1.26, <3)" in _line(lines, "numpy")
+    assert _line(lines, "tqdm").startswith("❌") and "missing" in _line(lines, "tqdm")
+    assert lines[-1].startswith("Not supported here")
 
 
-def test_environment_report_flags_the_wrong_python(capsys, monkeypatch):
-    monkeypatch.setattr(session.sys, "version_info", (3, 12, 0, "final", 0))
-    ok = environment_report()
-    lines = capsys.readouterr().out.splitlines()
+@pytest.mark.parametrize("version, mark", [((3, 12), "⚠️"), ((3, 13), "⚠️"), ((3, 10), "❌"),
+                                           ((3, 14), "❌")])
+def test_environment_report_names_the_python(capsys, monkeypatch, version, mark):
+    monkeypatch.setattr(session.sys, "version_info", (*version, 0, "final", 0))
+    ok, lines = _report(capsys)
     assert ok is False
-    assert lines[0].startswith("❌") and "3.12" in lines[0]
+    assert lines[0].startswith(f"{mark} Python {version[0]}.{version[1]} (supported: 3.11")
+
+
+def test_environment_report_on_colab_without_the_course_folder(capsys, monkeypatch):
+    """Installed from the repository, the package has no requirements.lock beside it."""
+    monkeypatch.setattr(session, "LOCK", session.LOCK.with_name("absent.lock"))
+    monkeypatch.setattr(session, "_verified", lambda lock=None: {})
+    ok, lines = _report(capsys)
+    assert ok is False
+    assert _line(lines, "torch").startswith("⚠️") and "verified" not in _line(lines, "torch")
+    assert "the course's requirements.lock" in lines[-1]
 
 
 def test_environment_report_accepts_a_local_version_suffix(capsys, monkeypatch):
-    pinned = session._pins()["torch"]
+    pinned = session._verified()["torch"]
     real_version = metadata.version
     monkeypatch.setattr(session.metadata, "version",
                         lambda name: f"{pinned}+cu121" if name == "torch" else real_version(name))
-    environment_report()
-    torch_line = next(line for line in capsys.readouterr().out.splitlines() if line.split()[1] == "torch")
-    assert torch_line.startswith("✅")
+    _, lines = _report(capsys)
+    assert _line(lines, "torch").startswith("✅")
 
 
 def test_environment_report_without_installed_metadata(capsys, monkeypatch):
@@ -181,8 +209,7 @@ def test_environment_report_without_installed_metadata(capsys, monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(session.metadata, "requires", not_installed)
-    ok = environment_report()
-    lines = capsys.readouterr().out.splitlines()
+    ok, lines = _report(capsys)
     assert ok is False
     assert any(line.startswith("❌") for line in lines)
 

@@ -1,42 +1,48 @@
 """The set-up files agree with each other: pins, conda environment, Makefile, CI, README."""
 
 import re
+import subprocess
 import tomllib
 
-from conftest import ROOT
+import pytest
+from packaging.requirements import Requirement
+
+from conftest import ROOT, lock_python, read_lock
 
 CONDA_NAME = {"torch": "pytorch-cpu"}
+# The conda route (environment.yml, Binder) carries the learner's packages and the tools that run
+# nbval; the browser, website, grading and RoPE-reference tools are for CI and teachers.
+CONDA_EXTRAS = ("lab", "test")
+NOT_IN_CONDA = {"transformers", "uv"}
 
 
-def _pins() -> dict[str, str]:
+def _names(requirements: list[str]) -> list[str]:
+    return [Requirement(text).name.lower() for text in requirements]
+
+
+def _conda_packages() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    # The browser extra (Playwright) drives a local chromium in CI, the site extra (Jupyter Book)
-    # builds the website, the grade extra (nbgrader) is for teachers who grade; learners and conda
-    # users need none of them.
-    extras = {name: pins for name, pins in project["optional-dependencies"].items()
-              if name not in ("browser", "site", "grade")}
-    requirements = project["dependencies"] + sum(extras.values(), [])
-    pins = {}
-    for requirement in requirements:
-        name, sep, version = requirement.partition("==")
-        assert sep, f"{requirement} is not pinned with =="
-        pins[name] = version
-    return pins
+    names = _names(project["dependencies"])
+    for extra in CONDA_EXTRAS:
+        names += _names(project["optional-dependencies"][extra])
+    return [name for name in names if name not in NOT_IN_CONDA]
 
 
 def test_torch_is_the_local_cpu_wheel():
-    assert _pins()["torch"] == "2.13.0"
+    assert read_lock()["torch"] == "2.13.0"
 
 
-def test_environment_yml_matches_pyproject():
+def test_environment_yml_matches_the_lock():
     text = (ROOT / "environment.yml").read_text()
     assert re.search(r"^channels:\n  - conda-forge$", text, flags=re.M)
     conda = dict(re.findall(r"^  - ([\w.-]+)=([\w.]+)$", text, flags=re.M))
-    assert conda.pop("python") == "3.11"
-    for name, version in _pins().items():
+    assert conda.pop("python") == lock_python()
+    lock = read_lock()
+    for name in _conda_packages():
         conda_name = CONDA_NAME.get(name, name)
-        major_minor = ".".join(version.split(".")[:2])
-        assert conda.get(conda_name) == major_minor, f"environment.yml: {conda_name}={conda.get(conda_name)}, pyproject {version}"
+        major_minor = ".".join(lock[name].split(".")[:2])
+        assert conda.get(conda_name) == major_minor, (
+            f"environment.yml: {conda_name}={conda.get(conda_name)}, requirements.lock {lock[name]}")
     assert "pytorch-cpu" in conda and "pytorch" not in conda, "the conda route must use the CPU build"
 
 
@@ -68,3 +74,27 @@ def test_make_test_checks_every_lesson_with_one_and_two_threads():
     assert len(runs) == 2 and "OMP_NUM_THREADS=2" in runs[1] and "OMP_NUM_THREADS" not in runs[0]
     assert "export OMP_NUM_THREADS ?= 1" in makefile
     assert "--dist loadscope" in makefile, "nbval under xdist needs loadscope: a notebook's cells share one kernel"
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.14", ""])
+def test_make_lab_stops_on_an_unsupported_python_with_one_sentence(tmp_path, version):
+    """A stand-in `python` that answers the version question; make must stop before any venv."""
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho {version}\n" if version else "#!/bin/sh\nexit 127\n")
+    fake.chmod(0o755)
+    venv = tmp_path / "venv"
+    result = subprocess.run(["make", "-s", "lab", f"PYTHON={fake}", f"VENV={venv}"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and not venv.exists()
+    sentence = result.stdout.strip()
+    assert sentence.startswith("The course needs Python 3.11, 3.12 or 3.13, but")
+    assert (f"is Python {version}:" if version else "is not a Python that runs:") in sentence
+    assert len(sentence.splitlines()) == 1 and "Traceback" not in result.stdout + result.stderr
+
+
+def test_the_supported_pythons_agree():
+    """The Makefile's check, the README's first lines and the lock tests name the same Pythons."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "SUPPORTED_PYTHONS := 3.11 3.12 3.13" in makefile
+    first_lines = "\n".join((ROOT / "README.md").read_text().splitlines()[:12])
+    assert "Python 3.11, 3.12 or 3.13" in first_lines

@@ -178,6 +178,10 @@ def repository() -> str:
     return url.removeprefix("https://github.com/")
 
 
+def colab_url(notebook: str) -> str:
+    return f"https://colab.research.google.com/github/{repository()}/blob/main/{notebook}"
+
+
 def binder_url(notebook: str) -> str:
     return f"https://mybinder.org/v2/gh/{repository()}/HEAD?urlpath=lab/tree/{notebook}"
 
@@ -311,6 +315,7 @@ def test_landing_page_has_the_readme_badge_the_map_and_the_commands(site):
     for lesson in LESSONS:
         assert f"../notebooks/{lesson.stem}.html" in urls, f"the lesson map misses {lesson.name}"
         assert binder_url(f"notebooks/{lesson.name}") in urls, f"the lesson map has no Binder link for {lesson.name}"
+        assert colab_url(f"notebooks/{lesson.name}") in urls, f"the lesson map has no Colab link for {lesson.name}"
     text = page_text(site.html / "site" / "index.html")
     assert "make lab" in text and "make test" in text
     assert "teachers.html" in urls and "questions.html" in urls

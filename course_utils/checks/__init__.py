@@ -18,6 +18,7 @@ from .layers import check_position_labels, check_variance_explained_by
 from .learned import check_add_learned_code, check_cosine_similarity_matrix, check_neighbour_similarity
 from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .relative import check_offset_map, check_rotation_block
+from .rope import check_decode_step, check_rope_complex, check_rope_permutation
 
 __all__ = [
     "check_add_learned_code",
@@ -30,6 +31,7 @@ __all__ = [
     "check_causal_mask",
     "check_cosine_similarity",
     "check_cosine_similarity_matrix",
+    "check_decode_step",
     "check_hamming_distance",
     "check_is_offset_only",
     "check_neighbour_similarity",
@@ -38,6 +40,8 @@ __all__ = [
     "check_offset_similarity",
     "check_permutation_matrix",
     "check_position_labels",
+    "check_rope_complex",
+    "check_rope_permutation",
     "check_rope_rotate",
     "check_rotation_block",
     "check_sinusoidal_encoding",

@@ -64,11 +64,14 @@ def check_rope_rotate(rope_fn) -> str:
         if close(got, expected):
             continue
         mistakes = {
-            "You rotate the wrong way (by −ωt): the block is [[cos, sin], [−sin, cos]], as M_t in lesson 04.":
+            "You rotate by M_{−t}, Su et al.'s direction (and Meta's, Hugging Face's): an equivalent "
+            "convention, scores still depend only on s − t, but here we ask for lesson 04's M_t, "
+            "[[cos, sin], [−sin, cos]] (lesson 11).":
                 _rotate(x, -t, omega),
             "Positions start at 0: the first row is not rotated at all.": _rotate(x, t + 1, omega),
-            "You paired column i with column i + d/2 (halves); pair columns 2i and 2i+1.":
-                _rotate(x, t, omega, layout="halves"),
+            "You paired column i with column i + d/2 (halves, GPT-NeoX's and Hugging Face's pairing): the "
+            "same rotation with the features permuted (lesson 11), but this exercise pairs columns 2i "
+            "and 2i+1.": _rotate(x, t, omega, layout="halves"),
             "The frequencies use i/d in the exponent; ω_i = 10000^(−2i/d).":
                 _rotate(x, t, 10_000.0 ** (-np.arange(d // 2) / d)),
             "Every pair is rotated by the same angle t; each pair i has its own frequency ω_i.":
