@@ -30,7 +30,7 @@ REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["ur
 INSTALL = textwrap.dedent(f"""\
     import importlib.util
 
-    if importlib.util.find_spec("course_utils") is None:  # on Colab: install the course first
+    if importlib.util.find_spec("course_utils") is None:  # on Colab: install the course
         %pip install -q "git+{REPOSITORY}@main"
         importlib.invalidate_caches()
     """)

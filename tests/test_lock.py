@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -89,8 +90,12 @@ def test_pyproject_uses_ranges_not_pins():
 
 def test_the_tests_run_in_the_locked_environment():
     """Every installed package has the lock's version (torch's +cpu build label aside)."""
+    import setuptools  # noqa: F401 - its vendored copies must not count as installed packages
+
     lock, wrong, extra = read_lock(), [], []
-    for dist in metadata.distributions():
+    # site-packages only: once imported, setuptools puts its own vendored copies on sys.path.
+    installed = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    for dist in metadata.distributions(path=installed):
         name = _normal(dist.metadata["Name"])
         if name in ("course-utils", "pip", "setuptools", "wheel"):
             continue

@@ -98,3 +98,15 @@ def test_the_supported_pythons_agree():
     assert "SUPPORTED_PYTHONS := 3.11 3.12 3.13" in makefile
     first_lines = "\n".join((ROOT / "README.md").read_text().splitlines()[:12])
     assert "Python 3.11, 3.12 or 3.13" in first_lines
+
+
+def test_make_fuzz_runs_every_hypothesis_file_with_a_printed_random_seed():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nfuzz:", 1)[1].split("\n\n", 1)[0]
+    assert "HYPOTHESIS_PROFILE=fuzz" in recipe and "--hypothesis-seed=$(FUZZ_SEED)" in recipe
+    assert "make fuzz FUZZ_SEED=$(FUZZ_SEED)" in recipe, "a failure must say how to reproduce it"
+    listed = subprocess.run(["make", "-s", "-n", "fuzz"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60).stdout
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        if "\nfrom hypothesis import" in path.read_text():
+            assert f"tests/{path.name}" in listed, f"make fuzz misses {path.name}"
