@@ -6,6 +6,7 @@ A lesson imports what it needs from here:
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10), rope (11),
+extension (12),
 with attention, models, tasks, training, probes, plots, display and session shared by all, and
 checks for the homework.
 """
@@ -16,7 +17,7 @@ from .session import pin_numerics as _pin_numerics
 _pin_numerics()
 
 from .attention import attention, causal_mask
-from .attention_positions import (alibi_bias, alibi_slopes, attention_at_offset, attention_beyond,
+from .attention_positions import (alibi_bias, alibi_slopes, attention_at_offset, attention_beyond, attention_entropy,
                                   RelativeBias)
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
@@ -26,6 +27,8 @@ from .decomposition import (four_term_decomposition, FourTerms, model_four_terms
                             offset_dependence, offset_only_r2, offset_profile, offset_pull)
 from .display import rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
+from .extension import (angle_coverage, rope_frequencies, with_rope_scaling, yarn_attention_scale,
+                        yarn_ramp)
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
                      ResidualFeatures, steps_to_accuracy)
 from .learned import (add_learned_code, band_summary, cosine_similarity_matrix, far_similarity,
@@ -47,9 +50,11 @@ __all__ = [
     "add_learned_code",
     "alibi_bias",
     "alibi_slopes",
+    "angle_coverage",
     "attention",
     "attention_at_offset",
     "attention_beyond",
+    "attention_entropy",
     "attention_heatmap",
     "attention_to_first",
     "band_summary",
@@ -110,6 +115,7 @@ __all__ = [
     "ResidualFeatures",
     "rope_decay_bound",
     "rope_decode_step",
+    "rope_frequencies",
     "rope_permutation",
     "rope_rotate",
     "rounded",
@@ -126,5 +132,8 @@ __all__ = [
     "variance_explained",
     "weight_back",
     "with_mask",
+    "with_rope_scaling",
+    "yarn_attention_scale",
+    "yarn_ramp",
 ]
 __version__ = "0.1.0"

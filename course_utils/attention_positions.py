@@ -8,9 +8,9 @@
   adds a learned number per head and per offset s − t, offsets beyond ±max_distance sharing the
   end values.
 
-``attention_at_offset`` and ``attention_beyond`` measure where a head looks at lengths it never
-trained on: its weight on the key a given number of steps back, and its share of weight on keys
-more than a given distance back.
+``attention_at_offset``, ``attention_beyond`` and ``attention_entropy`` measure where a head
+looks at lengths it never trained on: its weight on the key a given number of steps back, its
+share of weight on keys more than a given distance back, and how spread its weights are.
 """
 
 from __future__ import annotations
@@ -90,6 +90,18 @@ class RelativeBias(nn.Module):
         offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # [n, n]: s − t
         index = offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
         return self.values[:, index]
+
+
+def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """How spread each query's attention is: −Σ_s w_ts·ln w_ts, in nats (0·ln 0 = 0).
+
+    weights [..., n, n] (rows sum to 1). Returns [..., n]. 0 when a query puts all its weight on
+    one key, ln(m) when it spreads evenly over m keys: a causal query at t spreading evenly over
+    its t + 1 keys has ln(t + 1).
+    """
+    weights = _square_weights(weights)
+    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
+    return -(weights * logs).sum(dim=-1)
 
 
 def _square_weights(weights) -> torch.Tensor:

@@ -25,6 +25,7 @@ from . import _validate
 from .attention import causal_mask, scaled_dot_product
 from .attention_positions import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS, sinusoidal_encoding
+from .extension import check_scaling, rope_frequencies, yarn_attention_scale
 from .naive import integer_encoding, normalised_encoding
 from .rope import rope_rotate
 
@@ -55,6 +56,11 @@ class ModelConfig:
     relative_max_distance: int = 8
     alibi_slopes: tuple[float, ...] | None = None  # position="alibi": m_1 .. m_H; None: Press et al.'s
     rope_layout: str = "interleaved"  # position="rope": pairs (2i, 2i+1), or "halves" (i, i + d_head/2)
+    rope_scaling: str | None = None  # position="rope": None, "linear", "ntk", "dynamic" or "yarn" (lesson 12)
+    rope_factor: float = 1.0  # the s of rope_scaling
+    rope_original_max_len: int | None = None  # the training length L, for "dynamic" and "yarn"
+    rope_beta_fast: float = 32.0  # rope_scaling="yarn": pairs turning this often within L keep ω_i
+    rope_beta_slow: float = 1.0  # ... and pairs turning at most this often are interpolated
 
     def __post_init__(self):
         # The config keeps the checked values (a 0-d tensor becomes an int), never the raw ones.
@@ -85,6 +91,7 @@ class ModelConfig:
                              f"{self.d_model}, n_heads {n_heads}")
         if self.rope_layout != "interleaved" and self.position != "rope":
             raise ValueError(f'rope_layout is only used with position="rope", got position="{self.position}"')
+        self._check_rope_scaling(keep)
         if self.position in ATTENTION_CODES and (self.combine != "add" or self.reapply_position):
             raise ValueError(f'position="{self.position}" acts inside attention: use combine="add", reapply_position=False')
         if self.combine == "concat":
@@ -104,6 +111,17 @@ class ModelConfig:
         if self.d_ff is not None:
             keep("d_ff", _validate.integer(self.d_ff, "d_ff", minimum=1))
         self._check_sizes()
+
+    def _check_rope_scaling(self, keep) -> None:
+        if self.rope_scaling is not None and self.position != "rope":
+            raise ValueError(f'rope_scaling is only used with position="rope", got position="{self.position}"')
+        scaling, factor, original, betas = check_scaling(
+            self.rope_scaling, self.rope_factor, self.rope_original_max_len, self.d_model // self.n_heads,
+            (self.rope_beta_fast, self.rope_beta_slow), prefix="rope_")
+        keep("rope_factor", factor)
+        keep("rope_original_max_len", original)
+        keep("rope_beta_fast", betas[0])
+        keep("rope_beta_slow", betas[1])
 
     def _check_sizes(self) -> None:
         """Refuse a model too big to build, naming the arguments that make it big."""
@@ -216,44 +234,39 @@ POSITION_CODES = {
 class SelfAttention(nn.Module):
     """Multi-head self-attention. x [batch, n, d_model] → (out [batch, n, d_model], weights, logits).
 
-    With rope=True, queries and keys are rotated by their positions start .. start + n - 1,
-    pairing features as ``rope_layout`` says ("interleaved" or "halves", see rope.py).
+    ``rotate`` (optional) is applied to the queries and to the keys, each [batch, heads, n, d_head],
+    before the scores: a position code that turns them, such as RoPE (see TinyTransformer.rotary).
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, rope: bool = False, rope_layout: str = "interleaved"):
+    def __init__(self, d_model: int, n_heads: int):
         super().__init__()
         self.n_heads = n_heads
-        self.rope = rope
-        self.rope_layout = rope_layout
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                start: int = 0):
+                rotate=None):
         batch, n, d = x.shape
         q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
-        if self.rope:
-            positions = None if start == 0 else torch.arange(start, start + n, dtype=torch.float64)
-            q = rope_rotate(q, positions=positions, layout=self.rope_layout)
-            k = rope_rotate(k, positions=positions, layout=self.rope_layout)
+        if rotate is not None:
+            q, k = rotate(q), rotate(k)
         heads, weights, logits = scaled_dot_product(q, k, v, mask, bias)  # [batch, heads, n, d_head]
         return self.out(heads.transpose(1, 2).reshape(batch, n, d)), weights, logits
 
 
 class Block(nn.Module):
-    """Pre-LN transformer block: x + attention(LN(x)), then + MLP(LN(·))."""
+    """Pre-LN transformer block: x + attention(LN(x)), then + MLP(LN(·)). ``rotate``: as in SelfAttention."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, rope: bool = False,
-                 rope_layout: str = "interleaved"):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
         self.ln_attention = nn.LayerNorm(d_model)
-        self.attention = SelfAttention(d_model, n_heads, rope=rope, rope_layout=rope_layout)
+        self.attention = SelfAttention(d_model, n_heads)
         self.ln_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                start: int = 0):
-        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, start)
+                rotate=None):
+        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, rotate)
         x = x + update
         return x + self.mlp(self.ln_mlp(x)), weights, logits
 
@@ -283,9 +296,7 @@ class TinyTransformer(nn.Module):
             self.relative_bias = (RelativeBias(config.n_heads, config.relative_max_distance)
                                   if config.position == "relative" else None)
             d_ff = config.d_ff or 4 * d
-            rope = config.position == "rope"
-            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff, rope=rope, rope_layout=config.rope_layout)
-                                        for _ in range(config.n_layers))
+            self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff) for _ in range(config.n_layers))
             self.ln_final = nn.LayerNorm(d)
             self.head = nn.Linear(d, config.n_outputs or config.vocab_size)
 
@@ -310,19 +321,36 @@ class TinyTransformer(nn.Module):
             return self.relative_bias(n)
         return None
 
+    def rotary(self, n: int, start: int = 0):
+        """For position="rope": the function that turns queries and keys [..., n, d_head] by their
+        positions start .. start + n - 1 (pairs as config.rope_layout says, frequencies stretched
+        as config.rope_scaling says, times YaRN's temperature for "yarn"). Else None."""
+        config = self.config
+        if config.position != "rope":
+            return None
+        positions = torch.arange(start, start + n, dtype=torch.float64)
+        omega = rope_frequencies(config.d_model // config.n_heads, scaling=config.rope_scaling,
+                                 factor=config.rope_factor, original_max_len=config.rope_original_max_len,
+                                 length=start + n, beta_fast=config.rope_beta_fast,
+                                 beta_slow=config.rope_beta_slow)
+        scale = yarn_attention_scale(config.rope_factor) if config.rope_scaling == "yarn" else 1.0
+        layout = config.rope_layout
+        return lambda x: scale * rope_rotate(x, positions=positions, layout=layout, frequencies=omega)
+
     def forward(self, tokens: torch.Tensor, *, details: bool = False, start: int = 0):
         tokens = self._check_tokens(tokens)
         start = self._check_start(start, tokens.shape[1])
         n = tokens.shape[1]
         mask = causal_mask(n).to(tokens.device) if self.config.causal else None
         bias = self.attention_bias(n)
+        rotate = self.rotary(n, start)
         x = self.embed(tokens, start)
         out = ModelOutput(logits=torch.empty(0))
         out.residuals.append(x)
         for index, block in enumerate(self.blocks):
             if index and self.config.reapply_position and self.position is not None:
                 x = x + self.config.position_scale * self.position(n, start)
-            x, weights, logits = block(x, mask, bias, start)
+            x, weights, logits = block(x, mask, bias, rotate)
             if details:
                 out.residuals.append(x)
                 out.attention_logits.append(logits)

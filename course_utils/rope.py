@@ -22,7 +22,8 @@ import torch
 
 from . import _validate
 from .attention import attention
-from .encodings import LAYOUTS, _positions, frequencies, pair_columns
+from . import encodings
+from .encodings import LAYOUTS, _positions, pair_columns
 
 
 def _rotary_dim(rotary_dim, d: int) -> int:
@@ -35,13 +36,15 @@ def _rotary_dim(rotary_dim, d: int) -> int:
 
 
 def rope_rotate(x: torch.Tensor, *, positions: torch.Tensor | None = None, base: float = 10_000.0,
-                layout: str = "interleaved", rotary_dim: int | None = None) -> torch.Tensor:
+                layout: str = "interleaved", rotary_dim: int | None = None,
+                frequencies: torch.Tensor | None = None) -> torch.Tensor:
     """Rotate every row of ``x`` [..., n, d] by its position: row t becomes M_t @ x[t].
 
     M_t is lesson 04's offset matrix on the first r = rotary_dim features (default d), one
     block [[cos ωt, sin ωt], [−sin ωt, cos ωt]] per pair, ω_i = base^(−2i/r); features r .. d−1
     are left as they are. layout="interleaved" pairs features (2i, 2i+1), "halves" pairs i with
     i + r/2. positions: a 1-D tensor with one real position per row (default 0 .. n−1).
+    frequencies: [r/2] positive ω_i to use instead of base's (e.g. lesson 12's rope_frequencies).
     Returns a tensor shaped like x.
     """
     x = _validate.float_tensor(x, "x", min_dims=2)
@@ -58,7 +61,14 @@ def rope_rotate(x: torch.Tensor, *, positions: torch.Tensor | None = None, base:
         raise TypeError(f"positions must hold real numbers, got dtype {positions.dtype}")
     elif not torch.isfinite(positions).all():
         raise ValueError("positions contains NaN or infinite values")
-    angles = positions.detach().to(torch.float64)[:, None] * frequencies(r, base=base)[None, :]
+    if frequencies is None:
+        frequencies = encodings.frequencies(r, base=base)
+    else:
+        frequencies = _validate.float_tensor(frequencies, "frequencies")
+        if frequencies.shape != (r // 2,) or not (frequencies > 0).all():
+            raise ValueError(f"frequencies must be {r // 2} positive numbers, one per pair of the {r} turned "
+                             f"features (rotary_dim; shape [{r // 2}]), got shape {tuple(frequencies.shape)}")
+    angles = positions.detach().to(torch.float64)[:, None] * frequencies.detach().to(torch.float64)[None, :]
     cos = torch.cos(angles).to(x.dtype).to(x.device)  # [n, r/2]
     sin = torch.sin(angles).to(x.dtype).to(x.device)
     first, second = pair_columns(r, layout)
@@ -171,7 +181,7 @@ def rope_decay_bound(offsets, d_head: int, *, base: float = 10_000.0) -> torch.T
     offsets = _positions(offsets, "offsets", expected="an int n or a 1-D sequence/tensor of offsets")
     d_head = _validate.d_model(d_head, "d_head")
     _validate.size_budget(offsets.numel() * d_head, "the partial sums [len(offsets), d_head/2]")
-    angles = offsets[:, None] * frequencies(d_head, base=base)[None, :]
+    angles = offsets[:, None] * encodings.frequencies(d_head, base=base)[None, :]
     partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
     return partial.abs().mean(dim=-1)
 

@@ -12,6 +12,8 @@ computes anything new; every picture is drawn from the functions the lessons use
   nearest its own token x.
 - ``four_terms_explorer`` (lesson 06): token and position strength → the four logit terms and
   their sum.
+- ``extension_explorer`` (lesson 12): the scale s and a method (none, PI, NTK, YaRN) → each
+  RoPE pair's largest angle at the new length against the one it reached in training.
 - ``permutation_explorer`` (lesson 01): reorder a sentence → its attention weights and outputs move
   with the words, unless a causal mask or a position code is switched on.
 
@@ -46,6 +48,7 @@ from .attention import attention, causal_mask
 from .combine import nearest_token_accuracy
 from .decomposition import four_term_decomposition
 from .encodings import frequencies, offset_similarity, sinusoidal_encoding
+from .extension import rope_frequencies
 from .relative import offset_matrix
 
 DPI = 72
@@ -160,6 +163,8 @@ def random_moves(explorer: Explorer, n: int = 20, *, seed: int = 0) -> list[dict
         for name, control in explorer.controls.items():
             if isinstance(control, widgets.Checkbox):
                 values[name] = rng.random() < 0.5
+            elif isinstance(control, widgets.Dropdown):
+                values[name] = rng.choice(control.options)
             elif isinstance(control, widgets.FloatLogSlider):
                 values[name] = control.base ** rng.uniform(control.min, control.max)
             elif isinstance(control, widgets.IntSlider):
@@ -494,10 +499,64 @@ def permutation_explorer(sentence: str = "the cat sat on a mat", d_model: int = 
                     animated=[weights_image, output_image, *label_texts])
 
 
+# ---------------------------------------------------------------- lesson 12: longer than trained
+
+EXTENSION_METHODS = ("none", "linear", "ntk", "yarn")
+
+
+def extension_explorer(s: float = 4.0, method: str = "yarn", d_head: int = 32,
+                       trained_length: int = 64) -> Explorer:
+    """Slider s (1–16) and a method (none, linear = PI, ntk, yarn) → for each pair i of a RoPE head
+    of width d_head (8–128), the largest angle it reaches in training (positions < L =
+    trained_length, 8–4096) and at the new length s·L with the method's frequencies. A pair whose
+    new angle passes its trained one by more than one position's step (L·ω_i), without having
+    turned a full circle in training, meets angles it never saw."""
+    controls = {"s": _float_slider("s", s, 1.0, 16.0, 0.5),
+                "method": widgets.Dropdown(options=EXTENSION_METHODS,
+                                           value=_validate.choice(method, "method", EXTENSION_METHODS),
+                                           description="method", layout=widgets.Layout(width="220px"))}
+    d_head = _bounded(d_head, "d_head", 8, 128, 2)
+    trained_length = _bounded(trained_length, "trained_length", 8, 4096)
+    pairs = np.arange(d_head // 2)
+    omega_trained = rope_frequencies(d_head).numpy()
+    trained = (trained_length - 1) * omega_trained
+    figure = _figure(8.4, 3.2)
+    ax = figure.subplots()
+    ax.semilogy(pairs, trained, "o-", color="0.55", label=f"trained, t < L = {trained_length}")
+    (new_line,) = ax.semilogy([], [], "o-", color="tab:red", label="new length s·L")
+    (unseen_marks,) = ax.semilogy([], [], "x", color="black", markersize=9, label="angles never seen")
+    ax.axhline(2 * math.pi, color="tab:blue", linewidth=0.8, linestyle="--")
+    ax.text(pairs[-1], 2 * math.pi * 1.3, "one full turn (2π)", ha="right", color="tab:blue")
+    low = trained.min() / 20
+    ax.set(xlabel="pair i (fast → slow)", ylabel="largest angle reached (radians)",
+           ylim=(low, 16 * trained_length * 2), xlim=(-0.5, pairs[-1] + 0.5))
+    ax.legend(loc="lower left", fontsize=9)
+    _few_ticks(ax)
+    figure.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.95)
+
+    def update(s: float, method: str) -> tuple[str, bool]:
+        scaling = None if method == "none" else method
+        omega = rope_frequencies(d_head, scaling=scaling, factor=s if scaling else 1.0,
+                                 original_max_len=trained_length)
+        reached = (round(s * trained_length) - 1) * omega.numpy()
+        # beyond the trained range by more than one position's step (PI maps s·L positions into [0, L))
+        unseen = (reached > trained + omega_trained * (1 + 1e-9)) & (trained < 2 * math.pi)
+        new_line.set_data(pairs, reached)
+        unseen_marks.set_data(pairs[unseen], reached[unseen])
+        readout = (f"{int(unseen.sum())} of {d_head // 2} pairs reach angles never seen in training; "
+                   f"neighbours differ by {omega[0].item():.3f} rad in the fastest pair "
+                   f"(trained: 1.000) and {omega[-1].item():.2e} rad in the slowest")
+        return readout, False
+
+    return Explorer("Longer than trained: each pair's angles at the new length", controls, figure, update,
+                    animated=[new_line, unseen_marks])
+
+
 EXPLORERS = {
     "sinusoid": sinusoid_explorer,
     "offset_map": offset_map_explorer,
     "amplitude": amplitude_explorer,
     "four_terms": four_terms_explorer,
     "permutation": permutation_explorer,
+    "extension": extension_explorer,
 }

@@ -651,9 +651,12 @@ def _rope_kwargs(draw):
     n, d = draw(small), draw(even)
     x = _randn(draw, *lead, n, d)
     positions = draw(st.none() | st.lists(st.floats(-20, 20), min_size=n, max_size=n).map(torch.tensor))
+    rotary_dim = draw(st.none() | st.sampled_from(range(2, d + 1, 2)))
+    pairs = (rotary_dim or d) // 2
+    omega = draw(st.none() | st.lists(st.floats(1e-4, 2), min_size=pairs, max_size=pairs).map(
+        lambda values: torch.tensor(values, dtype=torch.float64)))
     return dict(x=x, positions=positions, base=draw(st.floats(2, 1e5)),
-                layout=draw(st.sampled_from(("interleaved", "halves"))),
-                rotary_dim=draw(st.none() | st.sampled_from(range(2, d + 1, 2))))
+                layout=draw(st.sampled_from(("interleaved", "halves"))), rotary_dim=rotary_dim, frequencies=omega)
 
 
 @st.composite
@@ -677,6 +680,26 @@ def _expect_decode(kw, out):
     shape_is(*kw["v"].shape)(output)
     shape_is(*kw["k"].shape[:-2], t + 1, kw["k"].shape[-1])(cache_k)
     shape_is(*kw["v"].shape[:-2], t + 1, kw["v"].shape[-1])(cache_v)
+
+
+@st.composite
+def _rope_frequencies_kwargs(draw):
+    scaling = draw(st.sampled_from((None, "linear", "ntk", "dynamic", "yarn")))
+    d = draw(st.sampled_from((4, 6, 8, 16)) if scaling in ("ntk", "dynamic") else even)
+    return dict(d=d, base=draw(st.floats(2, 1e5)), scaling=scaling, factor=draw(st.floats(1, 64)),
+                original_max_len=draw(st.integers(1, 4096)), length=draw(st.integers(1, 10_000)),
+                beta_fast=draw(st.floats(4, 64)), beta_slow=draw(st.floats(0.1, 2)))
+
+
+def _expect_pair_values(rule) -> Callable:
+    def check(kw, out):
+        shape_is(kw["d"] // 2)(out)
+        assert out.dtype == torch.float64 and bool(rule(out)), out
+    return check
+
+
+def _expect_scaled(kw, out):
+    assert isinstance(out, TinyTransformer) and out.config.rope_scaling == kw["scaling"]
 
 
 def _expect_converted(kw, out):
@@ -892,12 +915,19 @@ CASES: dict[str, Case] = {
     "alibi_slopes": Case(st.fixed_dictionaries(dict(n_heads=small)), dict(n_heads=Size(1)),
                          lambda kw, out: shape_is(kw["n_heads"])(out)),
     "attention": Case(_attention_kwargs(), dict(q=ANY, k=ANY, v=ANY, mask=ANY), _expect_attention),
+    "angle_coverage": Case(
+        st.fixed_dictionaries(dict(frequencies=st.lists(st.floats(1e-4, 2), min_size=1, max_size=6).map(
+            lambda values: torch.tensor(values, dtype=torch.float64)), length=st.integers(1, 10_000))),
+        dict(frequencies=ANY, length=ANY),
+        lambda kw, out: shape_is(len(kw["frequencies"]))(out)),
     "attention_at_offset": Case(st.fixed_dictionaries(dict(weights=square(batch=True), offset=st.integers(0, 6))),
                                 dict(weights=ANY, offset=Int(0)),
                                 lambda kw, out: shape_is(*kw["weights"].shape[:-1])(out)),
     "attention_beyond": Case(st.fixed_dictionaries(dict(weights=square(batch=True), distance=st.integers(0, 6))),
                              dict(weights=ANY, distance=Int(0)),
                              lambda kw, out: shape_is(*kw["weights"].shape[:-1])(out)),
+    "attention_entropy": Case(st.fixed_dictionaries(dict(weights=square(batch=True))), dict(weights=ANY),
+                              lambda kw, out: shape_is(*kw["weights"].shape[:-1])(out)),
     "attention_heatmap": Case(_heatmap_kwargs(), dict(weights=ANY, labels=ANY, title=Text(), ax=AxesOrNone()),
                               lambda kw, out: isinstance(out, Axes), examples=10),
     "attention_to_first": Case(
@@ -1030,7 +1060,8 @@ CASES: dict[str, Case] = {
         dict(vocab_size=Size(1), d_model=Size(1), n_heads=Int(1), n_layers=Size(0), max_len=Size(1),
              position=Choice(POSITIONS), combine=Choice(COMBINES), position_scale=Real(), d_position=ANY,
              causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1),
-             alibi_slopes=ANY, rope_layout=ANY),
+             alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY, rope_factor=ANY, rope_original_max_len=ANY,
+             rope_beta_fast=ANY, rope_beta_slow=ANY),
         _expect_config),
     "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
                            lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
@@ -1105,9 +1136,30 @@ CASES: dict[str, Case] = {
             d_head=st.just(d), rotary_dim=st.none() | st.sampled_from(range(2, d + 1, 2))))),
         dict(d_head=Size(1), rotary_dim=ANY),
         lambda kw, out: shape_is(kw["d_head"])(out), partners=("d_head", "rotary_dim")),
+    "rope_frequencies": Case(
+        _rope_frequencies_kwargs(),
+        dict(d=Size(1), base=Real(positive=True), scaling=ANY, factor=ANY, original_max_len=ANY, length=ANY,
+             beta_fast=Real(positive=True), beta_slow=Real(positive=True)),
+        _expect_pair_values(lambda out: (out > 0).all())),
     "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True),
-                                             layout=Choice(("interleaved", "halves")), rotary_dim=ANY),
+                                             layout=Choice(("interleaved", "halves")), rotary_dim=ANY,
+                                             frequencies=ANY),
                         lambda kw, out: shape_is(*kw["x"].shape)(out), partners=("x", "rotary_dim")),
+    "with_rope_scaling": Case(
+        st.fixed_dictionaries(dict(model=st.just(_MODELS["rope"]),
+                                   scaling=st.sampled_from((None, "linear", "ntk", "dynamic", "yarn")),
+                                   factor=st.floats(1, 8), original_max_len=st.integers(1, 64))).map(
+            lambda kw: kw if kw["scaling"] else {**kw, "factor": 1.0, "original_max_len": None}),
+        dict(model=MODEL, scaling=ANY, factor=ANY, original_max_len=ANY, beta_fast=ANY, beta_slow=ANY),
+        _expect_scaled, examples=5),
+    "yarn_attention_scale": Case(st.fixed_dictionaries(dict(factor=st.floats(1, 1e6))), dict(factor=ANY),
+                                 lambda kw, out: is_float(out, 1)),
+    "yarn_ramp": Case(
+        st.fixed_dictionaries(dict(d=even, original_max_len=st.integers(1, 10_000), base=st.floats(1.5, 1e5),
+                                   beta_fast=st.floats(4, 64), beta_slow=st.floats(0.1, 2))),
+        dict(d=Size(1), original_max_len=ANY, base=Real(positive=True), beta_fast=Real(positive=True),
+             beta_slow=Real(positive=True)),
+        _expect_pair_values(lambda out: ((out >= 0) & (out <= 1)).all())),
     "rounded": Case(
         st.fixed_dictionaries(dict(values=st.one_of(st.floats(-10, 10), st.lists(st.floats(-10, 10), max_size=4),
                                                     st.builds(lambda s: _seeded(s, 2, 3), seeds)),
@@ -1193,6 +1245,11 @@ EXPLORER_CASES = {
         widgets.permutation_explorer,
         dict(sentence=st.sampled_from(("a b", "the cat sat on a mat")), d_model=st.sampled_from((2, 8))),
         dict(sentence=Text(), d_model=Size(2))),
+    "widgets.extension_explorer": _explorer(
+        widgets.extension_explorer,
+        dict(s=st.floats(1, 16), method=st.sampled_from(widgets.EXTENSION_METHODS),
+             d_head=st.sampled_from((8, 16, 128)), trained_length=st.integers(8, 4096)),
+        dict(s=Real(), method=Choice(widgets.EXTENSION_METHODS), d_head=Int(8, 128), trained_length=Int(8, 4096))),
 }
 CASES.update(EXPLORER_CASES)
 

@@ -72,6 +72,9 @@ MISTAKES = {
                        "    q_rot = rope_rotate(q[None], positions=where)\n"
                        "    weights = torch.softmax(q_rot @ keys.T / math.sqrt(q.shape[-1]), dim=-1)\n"
                        "    return (weights @ torch.cat([cache_v, v[None]]))[0]",
+    "l12_pair_turns": "    return length * base ** (-2.0 * torch.arange(d // 2) / d)  # radians, not turns",
+    "l12_ntk_base": "    return base * factor  # forgot the exponent d/(d-2)",
+    "l12_yarn_blend": "    return (1 - gamma) * omega + gamma * omega / factor  # gamma swapped",
 }
 # CI autogrades lesson 01 (fast) and lesson 09 (trains); `make grade-check` sets COURSE_GRADE_ALL=1
 # and autogrades every lesson.

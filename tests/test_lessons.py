@@ -134,6 +134,7 @@ EXPLORER_LESSONS = {
     "04_relative_offset_linear_map.ipynb": "offset_map_explorer",
     "05_add_or_concatenate.ipynb": "amplitude_explorer",
     "06_four_term_decomposition.ipynb": "four_terms_explorer",
+    "12_longer_than_trained.ipynb": "extension_explorer",
 }
 
 

@@ -110,16 +110,18 @@ def test_attention_codes_see_only_offsets_so_shifting_every_position_keeps_the_l
 def test_rope_start_rotates_queries_and_keys_by_their_shifted_positions():
     """start=k is the same as rope_rotate with positions k .. k+n-1: the shift is not a no-op inside."""
     from course_utils.rope import rope_rotate
-    from course_utils.models import SelfAttention
 
-    attention = SelfAttention(16, 2, rope=True)
+    model = TinyTransformer(ModelConfig(vocab_size=10, d_model=16, n_heads=2, position="rope"))
+    attention = model.blocks[0].attention
     x = torch.randn(1, 5, 16, generator=torch.Generator().manual_seed(0))
-    _, _, logits = attention(x, None, None, 0)
-    _, _, shifted = attention(x, None, None, 9)
+    _, _, logits = attention(x, None, None, model.rotary(5, 0))
+    _, _, shifted = attention(x, None, None, model.rotary(5, 9))
     torch.testing.assert_close(shifted, logits, atol=1e-5, rtol=1e-5)
     q = attention.qkv(x).view(1, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)[0]
     moved = rope_rotate(q, positions=torch.arange(9, 14, dtype=torch.float64))
+    torch.testing.assert_close(model.rotary(5, 9)(q), moved)
     assert (moved - rope_rotate(q)).abs().max() > 0.1, "the queries themselves do move"
+    assert TinyTransformer(ModelConfig(vocab_size=10, position="alibi")).rotary(5) is None
 
 
 def test_absolute_codes_change_with_start_and_refuse_what_they_cannot_number():

@@ -18,6 +18,7 @@ MOVES = {
     "amplitude": {"A": 20.0, "d_model": 128},
     "four_terms": {"token_strength": 0.25, "position_strength": 1.75},
     "permutation": {"shuffle": 5, "causal_mask": True, "position_code": True},
+    "extension": {"s": 8.0, "method": "linear"},
 }
 
 @pytest.fixture(scope="module")
@@ -182,3 +183,18 @@ def test_random_moves_are_legal_positions_of_every_control(explorers, name):
         random_moves(None)
     with pytest.raises(ValueError, match="n must be at least 1"):
         random_moves(explorer, 0)
+
+
+def test_extension_explorer_counts_the_pairs_that_meet_new_angles():
+    explorer = EXPLORERS["extension"](d_head=16, trained_length=16)
+    explorer.set(s=4.0, method="none")
+    # Trained at L = 16, pairs 1..7 turn less than a full circle; at 64 tokens every one passes its range.
+    assert explorer.readout.value.startswith("7 of 8 pairs reach angles never seen")
+    explorer.set(method="linear")
+    assert explorer.readout.value.startswith("0 of 8 pairs") and "0.250 rad in the fastest" in explorer.readout.value
+    explorer.set(method="ntk")
+    assert "1.000 rad in the fastest" in explorer.readout.value
+    with pytest.raises(ValueError, match="method"):
+        EXPLORERS["extension"](method="xpos")
+    with pytest.raises(ValueError, match="trained_length"):
+        EXPLORERS["extension"](trained_length=2)

@@ -14,6 +14,7 @@ from .causal import check_bos_share, check_uniform_causal_weights
 from .combine import check_as_addition, check_block_parameters, check_cosine_similarity
 from .decomposition import check_is_offset_only, check_token_position_term
 from .encodings import check_offset_similarity, check_sinusoidal_encoding, check_wavelengths
+from .extension import check_ntk_base, check_pair_turns, check_yarn_blend
 from .layers import check_position_labels, check_variance_explained_by
 from .learned import check_add_learned_code, check_cosine_similarity_matrix, check_neighbour_similarity
 from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
@@ -35,9 +36,11 @@ __all__ = [
     "check_hamming_distance",
     "check_is_offset_only",
     "check_neighbour_similarity",
+    "check_ntk_base",
     "check_normalised_positions",
     "check_offset_map",
     "check_offset_similarity",
+    "check_pair_turns",
     "check_permutation_matrix",
     "check_position_labels",
     "check_rope_complex",
@@ -50,4 +53,5 @@ __all__ = [
     "check_uniform_causal_weights",
     "check_variance_explained_by",
     "check_wavelengths",
+    "check_yarn_blend",
 ]
