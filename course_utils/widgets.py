@@ -528,11 +528,11 @@ def extension_explorer(s: float = 4.0, method: str = "yarn", d_head: int = 32,
     ax.axhline(2 * math.pi, color="tab:blue", linewidth=0.8, linestyle="--")
     ax.text(pairs[-1], 2 * math.pi * 1.3, "one full turn (2π)", ha="right", color="tab:blue")
     low = trained.min() / 20
-    ax.set(xlabel="pair i (fast → slow)", ylabel="largest angle reached (radians)",
+    ax.set(xlabel="pair i (fast → slow)", ylabel="largest angle (radians)",
            ylim=(low, 16 * trained_length * 2), xlim=(-0.5, pairs[-1] + 0.5))
+    ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
     ax.legend(loc="lower left", fontsize=9)
-    _few_ticks(ax)
-    figure.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.95)
+    figure.subplots_adjust(left=0.12, right=0.98, bottom=0.16, top=0.95)
 
     def update(s: float, method: str) -> tuple[str, bool]:
         scaling = None if method == "none" else method

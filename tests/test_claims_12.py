@@ -79,3 +79,14 @@ def test_a_short_fine_tune_repairs_plain_rope_and_ntk_but_not_pi(models, seed):
     assert _fine_tuned(with_rope_scaling(model, None), 15, 100 + seed) >= 0.95
     assert _fine_tuned(with_rope_scaling(model, "ntk", factor=4.0), 15, 100 + seed) >= 0.9
     assert _fine_tuned(with_rope_scaling(model, "linear", factor=4.0), 15, 100 + seed) < 0.5
+    ours = with_rope_scaling(model, "yarn", factor=4.0, original_max_len=L, beta_fast=1.0, beta_slow=0.05)
+    assert _fine_tuned(ours, 15, 100 + seed) >= 0.9
+    published = with_rope_scaling(model, "yarn", factor=4.0, original_max_len=L)
+    assert _fine_tuned(published, 15, 100 + seed) < 0.5
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_at_4L_ntk_does_not_rescue_the_task(models, seed):
+    none = _accuracy(models[seed], 4 * L)
+    ntk = _accuracy(with_rope_scaling(models[seed], "ntk", factor=4.0), 4 * L)
+    assert ntk < none + 0.1 and ntk < 0.7
