@@ -6,7 +6,7 @@ A lesson imports what it needs from here:
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10), rope (11),
-extension (12),
+extension (12), vision (13), text (14),
 with attention, models, tasks, training, probes, plots, display and session shared by all, and
 checks for the homework.
 """
@@ -43,7 +43,11 @@ from .rope import (convert_rope_layout, rope_decay_bound, rope_decode_step, rope
                    rope_rotate)
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
+from .text import (load_text_corpus, loss_by_position, text_batch,
+                   text_windows)
 from .training import accuracy_by_position, evaluate, train
+from .vision import (evaluate_vit, grid_positions, load_digits_patches, patchify, resize_table,
+                     rope_rotate_2d, sinusoidal_encoding_2d, TinyViT, train_vit, vit_features)
 
 __all__ = [
     "accuracy_by_position",
@@ -71,6 +75,7 @@ __all__ = [
     "effective_rank",
     "environment_report",
     "evaluate",
+    "evaluate_vit",
     "far_similarity",
     "fit_bos_bias",
     "fit_offset_map",
@@ -78,6 +83,7 @@ __all__ = [
     "four_term_heatmaps",
     "FourTerms",
     "frequencies",
+    "grid_positions",
     "initialise_table",
     "integer_encoding",
     "layer_curves",
@@ -85,7 +91,10 @@ __all__ = [
     "LayerProfile",
     "least_squares_map",
     "linear_probe",
+    "load_digits_patches",
+    "load_text_corpus",
     "logistic_probe",
+    "loss_by_position",
     "make_batch",
     "matrix_heatmap",
     "model_four_terms",
@@ -104,6 +113,7 @@ __all__ = [
     "offset_similarity",
     "one_hot_encoding",
     "pair_columns",
+    "patchify",
     "permutation_gap",
     "position_labels",
     "principal_angles",
@@ -113,23 +123,31 @@ __all__ = [
     "RelativeBias",
     "residual_features",
     "ResidualFeatures",
+    "resize_table",
     "rope_decay_bound",
     "rope_decode_step",
     "rope_frequencies",
     "rope_permutation",
     "rope_rotate",
+    "rope_rotate_2d",
     "rounded",
     "seed_table",
     "setup",
     "share_in_subspace",
     "similarity_vs_offset",
     "sinusoidal_encoding",
+    "sinusoidal_encoding_2d",
     "steps_to_accuracy",
+    "text_batch",
+    "text_windows",
     "TinyTransformer",
+    "TinyViT",
     "token_recovery",
     "train",
+    "train_vit",
     "uniform_causal_weights",
     "variance_explained",
+    "vit_features",
     "weight_back",
     "with_mask",
     "with_rope_scaling",

@@ -1,7 +1,9 @@
 """Training and evaluating a TinyTransformer on a toy task, reproducibly.
 
 train() draws fresh batches from a seeded generator every step, with a length drawn from
-``lengths`` for each batch, and shows a notebook-aware progress bar. Fixed seeds give identical
+``lengths`` for each batch, and shows a notebook-aware progress bar. The batches come from a toy
+task (a name such as "previous_token") or from a text (a 1-D tensor of character ids, lesson 14:
+windows of it, each position predicting the next character). Fixed seeds give identical
 histories run to run (with setup() having set one thread and deterministic algorithms).
 """
 
@@ -16,6 +18,7 @@ from tqdm.auto import tqdm
 from . import _validate
 from .models import TinyTransformer
 from .tasks import TASKS, make_batch, n_classes
+from .text import _ids, text_batch
 
 
 @dataclass
@@ -59,6 +62,34 @@ def _check_model_task(model, task: str, lengths, batch_size, *, name: str = "len
     return task, (shortest, longest)
 
 
+def _check_model_text(model, text, lengths, batch_size) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Check a model and a text (1-D character ids) to train on, with the window lengths."""
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    config = model.config
+    text = _ids(text, "task", vocab_size=config.vocab_size)
+    if not isinstance(lengths, (tuple, list)) or len(lengths) != 2:
+        raise TypeError(f"lengths must be a pair (shortest, longest), got {lengths!r}")
+    shortest = _validate.integer(lengths[0], "lengths[0]", minimum=1)
+    longest = _validate.integer(lengths[1], "lengths[1]", minimum=shortest)
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    if not config.causal:
+        raise ValueError("task is a text, which trains a language model: the model must be causal "
+                         "(ModelConfig(causal=True)), or it would read the character it predicts")
+    if (config.n_outputs or config.vocab_size) != config.vocab_size:
+        raise ValueError(f"task is a text: the model must predict the next character, n_outputs = vocab_size = "
+                         f"{config.vocab_size}; the model has n_outputs = {config.n_outputs}")
+    if config.position == "learned" and longest > config.max_len:
+        raise ValueError(f"lengths goes up to {longest} but the model's learned code has only max_len = "
+                         f"{config.max_len} rows")
+    if text.shape[0] <= longest:
+        raise ValueError(f"task (the text) holds {text.shape[0]} characters; windows of lengths[1] + 1 = "
+                         f"{longest + 1} need more")
+    _validate.size_budget(batch_size * config.n_heads * longest * longest,
+                          "the attention weights [batch_size, n_heads, lengths, lengths]")
+    return text, (shortest, longest)
+
+
 def _loss_and_accuracy(model: TinyTransformer, batch) -> tuple[torch.Tensor, float]:
     logits = model(batch.tokens)[batch.scored]
     targets = batch.targets[batch.scored]
@@ -69,7 +100,7 @@ def _loss_and_accuracy(model: TinyTransformer, batch) -> tuple[torch.Tensor, flo
 
 def train(
     model: TinyTransformer,
-    task: str,
+    task: str | torch.Tensor,
     *,
     steps: int = 300,
     batch_size: int = 32,
@@ -83,10 +114,17 @@ def train(
     """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
 
     Each step draws a batch of ``batch_size`` sequences whose length is drawn from
-    ``lengths`` = (shortest, longest), inclusive. ``offset`` (for "copy_offset") and ``bos``
-    (start every sequence with marker token 0) are passed to make_batch.
+    ``lengths`` = (shortest, longest), inclusive. ``task`` is a toy task's name, or a text: a
+    1-D tensor of character ids (lesson 14), whose batches are random windows (text_batch) and
+    whose targets are the next characters (the model must be causal). ``offset`` (for
+    "copy_offset") and ``bos`` (start every sequence with marker token 0) are passed to
+    make_batch; a text ignores them.
     """
-    task, (shortest, longest) = _check_model_task(model, task, lengths, batch_size)
+    text = isinstance(task, torch.Tensor)
+    if text:
+        task, (shortest, longest) = _check_model_text(model, task, lengths, batch_size)
+    else:
+        task, (shortest, longest) = _check_model_task(model, task, lengths, batch_size)
     steps = _validate.steps(steps, "steps")
     batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
     lr = _validate.real(lr, "lr", positive=True)
@@ -94,15 +132,21 @@ def train(
         raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), got {lr}")
     seed = _validate.seed(seed)
     progress = _validate.flag(progress, "progress")
+    offset = _validate.integer(offset, "offset", minimum=1)
+    bos = _validate.flag(bos, "bos")
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history = History()
     model.train()
-    bar = tqdm(range(steps), desc=f"training on {task}", disable=not progress, leave=False)
+    desc = "training on text" if text else f"training on {task}"
+    bar = tqdm(range(steps), desc=desc, disable=not progress, leave=False)
     for _ in bar:
         length = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
-        batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
-                           generator=generator, offset=offset, bos=bos)
+        if text:
+            batch = text_batch(task, batch_size=batch_size, length=length, generator=generator)
+        else:
+            batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
+                               generator=generator, offset=offset, bos=bos)
         loss, accuracy = _loss_and_accuracy(model, batch)
         optimiser.zero_grad()
         loss.backward()

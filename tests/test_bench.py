@@ -61,3 +61,20 @@ def test_markdown_report_has_every_lesson_explorer_and_verdict():
     assert "| sinusoid | 40.0 | 80.0 |" in text
     assert "| 01_demo: time | 31.0 | 30 | **FAIL** |" in text
     assert "Closest to Binder's memory limit" in text and "**whole course** | **37.0**" in text
+
+
+def test_the_capstone_alone_may_take_a_minute():
+    results = _results(12.0, 40.0)
+    results["lessons"][bench.CAPSTONE] = {"seconds": 55.0, "peak_mb": 500.0}
+    assert all(check["passed"] for check in bench.evaluate_budgets(results))
+    results["lessons"][bench.CAPSTONE]["seconds"] = 61.0
+    results["lessons"]["01_demo"]["seconds"] = 31.0
+    failed = {c["budget"] for c in bench.evaluate_budgets(results) if not c["passed"]}
+    assert failed == {f"{bench.CAPSTONE}: time", "01_demo: time"}
+
+
+def test_explorer_timings_cover_every_explorer():
+    from course_utils.widgets import EXPLORERS
+
+    timings = bench.explorer_timings(2)
+    assert set(timings) == set(EXPLORERS) and all(t["n"] == 2 for t in timings.values())

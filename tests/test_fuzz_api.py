@@ -63,9 +63,11 @@ from course_utils.models import (ATTENTION_CODES, COMBINES, INPUT_CODES, POSITIO
 from course_utils.probes import ProbeResult  # noqa: E402
 from course_utils.tasks import TASKS, Batch  # noqa: E402
 from course_utils.training import History  # noqa: E402
+from course_utils.text import TextCorpus  # noqa: E402
 
 PACKAGE = Path(cu.__file__).resolve().parent
-TIME_LIMIT = 5.0  # seconds for one call; tiny inputs take milliseconds
+TIME_LIMIT = 20.0  # seconds for one call: tiny inputs take milliseconds, a hang takes forever;
+# generous, so that a machine loaded by other jobs (CI running next to a lesson) gives the same verdict
 MEMORY_HEADROOM = 3 * 2**30  # bytes of address space a call may add; MAX_ELEMENTS float64 is 0.4 GB
 HUGE = 10**9  # a size at least this large must be refused (MAX_ELEMENTS is 5·10⁷)
 LARGE = 50_000  # a length that passes a one-dimensional budget but not a squared one
@@ -899,6 +901,55 @@ def _expect_tensor_dtype(shape_of, dtype_of=None):
 MODEL = Instance(TinyTransformer)
 dtype_kw = lambda kw: kw["dtype"]  # noqa: E731
 
+# lesson 14: texts are 1-D tensors of character ids below 6 (the tiny models' vocabulary)
+
+
+def _text(draw, min_size: int = 2, max_size: int = 30) -> torch.Tensor:
+    n = draw(st.integers(min_size, max_size))
+    return torch.randint(0, 6, (n,), generator=torch.Generator().manual_seed(draw(seeds)))
+
+
+@st.composite
+def _train_text_kwargs(draw):
+    """train on a text: a causal model, windows of 1-5 characters."""
+    shortest = draw(st.integers(1, 3))
+    longest = draw(st.integers(shortest, 5))
+    model = _tiny_model(position=draw(st.sampled_from(sorted(POSITIONS))), causal=True)
+    return dict(model=model, task=_text(draw, longest + 1), steps=draw(st.integers(1, 2)),
+                batch_size=draw(st.integers(1, 3)), lengths=(shortest, longest), lr=draw(st.floats(1e-4, 1e-2)),
+                seed=draw(seeds), offset=draw(st.integers(1, 3)), bos=draw(st.booleans()), progress=False)
+
+
+@st.composite
+def _text_batch_kwargs(draw):
+    length = draw(st.integers(1, 6))
+    return dict(ids=_text(draw, length + 1), batch_size=draw(small), length=length,
+                generator=torch.Generator().manual_seed(draw(seeds)))
+
+
+@st.composite
+def _text_windows_kwargs(draw):
+    length = draw(st.integers(1, 6))
+    return dict(ids=_text(draw, length + 1), length=length, n_windows=draw(small))
+
+
+@st.composite
+def _loss_by_position_kwargs(draw):
+    model = _tiny_model(position=draw(st.sampled_from(sorted(POSITIONS))), causal=True)
+    length = draw(st.integers(1, model.config.max_len))
+    return dict(model=model, ids=_text(draw, length + 1), length=length, n_windows=draw(small),
+                context=draw(st.none() | st.integers(1, 8)))
+
+
+def _expect_text_batch(rows: str):
+    def expect(kw, out):
+        assert isinstance(out, Batch)
+        for field in (out.tokens, out.targets, out.scored):
+            shape_is(kw[rows], kw["length"])(field)
+        assert torch.equal(out.tokens[:, 1:], out.targets[:, :-1])
+    return expect
+
+
 CASES: dict[str, Case] = {
     "accuracy_by_position": Case(
         _accuracy_by_position_kwargs(),
@@ -1035,10 +1086,19 @@ CASES: dict[str, Case] = {
         _probe_kwargs(),
         dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), ridge=Real(positive=True), seed=Seed()),
         lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
+    "load_text_corpus": Case(
+        st.fixed_dictionaries(dict(held_out_every=st.integers(2, 10), min_count=st.integers(1, 50))),
+        dict(held_out_every=Int(2, 79), min_count=Int(1)),
+        lambda kw, out: isinstance(out, TextCorpus) and out.vocab_size >= 2 and len(out.held_out) > 0,
+        examples=3),
     "logistic_probe": Case(
         _logistic_kwargs(),
         dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), seed=Seed()),
         lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
+    "loss_by_position": Case(
+        _loss_by_position_kwargs(),
+        dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), context=ANY),
+        lambda kw, out: shape_is(kw["length"])(out), examples=15, partners=("model", "ids", "length", "context")),
     "make_batch": Case(
         _make_batch_kwargs(),
         dict(task=Choice(TASKS), batch_size=Size(1), length=Size(1), vocab_size=Int(2),
@@ -1199,10 +1259,17 @@ CASES: dict[str, Case] = {
         st.fixed_dictionaries(dict(tokens=_rows(min_rows=2, d=3), code=_rows(min_rows=2, d=3), seed=seeds)),
         dict(tokens=ANY, code=ANY, seed=Seed()), _expect_recovery),
     "train": Case(
-        _train_kwargs(),
-        dict(model=MODEL, task=Choice(TASKS), steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
+        st.one_of(_train_kwargs(), _train_text_kwargs()),
+        dict(model=MODEL, task=ANY, steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
              seed=Seed(), offset=Int(1), bos=Bool(), progress=Bool()),
-        _expect_history, examples=15),
+        _expect_history, examples=15, partners=("model", "task", "lengths")),
+    "text_batch": Case(
+        _text_batch_kwargs(),
+        dict(ids=ANY, batch_size=Size(1), length=Size(1), generator=Instance(torch.Generator)),
+        _expect_text_batch("batch_size"), partners=("ids", "length")),
+    "text_windows": Case(
+        _text_windows_kwargs(), dict(ids=ANY, length=Size(1), n_windows=Size(1)),
+        _expect_text_batch("n_windows"), partners=("ids", "length")),
     "uniform_causal_weights": Case(
         st.fixed_dictionaries(dict(n=st.integers(1, 6), dtype=dtypes)), dict(n=Size(1), dtype=FloatDtype()),
         _expect_tensor_dtype(lambda kw: (kw["n"], kw["n"]), dtype_kw)),
@@ -1214,6 +1281,164 @@ CASES: dict[str, Case] = {
                       lambda kw, out: isinstance(out, TinyTransformer) and out.config.causal == kw["causal"]),
 }
 
+
+# --- lesson 13: positions on a grid (course_utils.vision) ------------------------------------------
+
+from course_utils.vision import GRID_CODES, RESIZE_MODES, DigitPatches, TinyViT  # noqa: E402
+
+
+def _vit(position="learned", **overrides) -> TinyViT:
+    settings_ = dict(position=position, grid=(2, 3), patch_dim=3, d_model=8, n_heads=2, n_layers=1, n_classes=4)
+    settings_.update(overrides)
+    return TinyViT(**settings_)
+
+
+_VITS = [_vit(position) for position in GRID_CODES]
+vits = st.sampled_from(_VITS)
+
+
+@st.composite
+def _vit_kwargs(draw):
+    grid = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    n_heads = draw(st.sampled_from((1, 2)))
+    patch_dim = draw(small)
+    return dict(position=draw(st.sampled_from(GRID_CODES)), grid=grid, patch_dim=patch_dim,
+                d_model=4 * n_heads * draw(st.integers(1, 2)), n_heads=n_heads, n_layers=draw(st.integers(0, 2)),
+                n_classes=draw(small), d_ff=draw(st.none() | st.integers(1, 8)), base=draw(st.floats(2, 1e4)),
+                seed=draw(seeds), patches=_randn(draw, draw(small), grid[0] * grid[1], patch_dim),
+                spacing=draw(st.none() | st.floats(0.25, 2)))
+
+
+def _tiny_vit(*, patches, spacing, **kwargs):
+    return TinyViT(**kwargs)(patches, spacing=spacing)
+
+
+@st.composite
+def _vit_data(draw, model):
+    n = model.grid[0] * model.grid[1]
+    batch = draw(small)
+    labels = torch.randint(0, model.head.out_features, (batch,), generator=torch.Generator().manual_seed(draw(seeds)))
+    return _randn(draw, batch, n, model.patch_dim), labels
+
+
+@st.composite
+def _train_vit_kwargs(draw):
+    together = draw(st.booleans())
+    position = draw(st.sampled_from(GRID_CODES))
+    group = [_vit(position, seed=s) for s in range(draw(st.integers(1, 3)) if together else 1)]
+    patches, labels = draw(_vit_data(group[0]))
+    seed = [draw(seeds) for _ in group] if together else draw(seeds)
+    return dict(model=group if together else group[0], patches=patches, labels=labels, steps=draw(st.integers(1, 2)),
+                batch_size=draw(small), lr=draw(st.floats(1e-4, 1e-2)), seed=seed, progress=False)
+
+
+def _expect_histories(kw, out):
+    histories = out if isinstance(kw["model"], list) else [out]
+    assert len(histories) == (len(kw["model"]) if isinstance(kw["model"], list) else 1)
+    assert all(isinstance(h, History) and len(h.loss) == kw["steps"] for h in histories)
+
+
+@st.composite
+def _evaluate_vit_kwargs(draw):
+    model = draw(vits)
+    grid = draw(st.none() | st.tuples(st.integers(1, 4), st.integers(1, 4)))
+    n = (grid or model.grid)[0] * (grid or model.grid)[1]
+    batch = draw(small)
+    labels = torch.randint(0, model.head.out_features, (batch,), generator=torch.Generator().manual_seed(draw(seeds)))
+    return dict(model=model, patches=_randn(draw, batch, n, model.patch_dim), labels=labels, grid=grid,
+                spacing=draw(st.none() | st.floats(0.25, 2)))
+
+
+@st.composite
+def _vit_features_kwargs(draw):
+    model = draw(vits)
+    patches, labels = draw(_vit_data(model))
+    return dict(model=model, patches=patches, labels=labels)
+
+
+def _expect_vit_features(kw, out):
+    batch, n, _ = kw["patches"].shape
+    assert isinstance(out, ResidualFeatures) and len(out.layers) == 2 * len(kw["model"].blocks) + 1
+    assert all(layer.shape == (batch * n, kw["model"].d_model) for layer in out.layers)
+    assert out.positions.shape == out.tokens.shape == out.targets.shape == (batch * n,)
+
+
+@st.composite
+def _rope_2d_kwargs(draw):
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    n, d = draw(small), draw(st.sampled_from((4, 8)))
+    rows = draw(st.lists(st.floats(-9, 9), min_size=n, max_size=n))
+    return dict(x=_randn(draw, *lead, n, d), rows=torch.tensor(rows),
+                cols=torch.tensor(draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))),
+                base=draw(st.floats(2, 1e5)))
+
+
+@st.composite
+def _patchify_kwargs(draw):
+    p = draw(small)
+    return dict(images=_randn(draw, draw(small), p * draw(small), p * draw(small)), patch_size=p)
+
+
+@st.composite
+def _resize_kwargs(draw):
+    old = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    return dict(table=_randn(draw, old[0] * old[1], draw(small)), old_grid=old,
+                new_grid=[draw(st.integers(1, 4)), draw(st.integers(1, 4))], mode=draw(st.sampled_from(RESIZE_MODES)))
+
+
+def _expect_digits(kw, out):
+    assert isinstance(out, DigitPatches)
+    side = 8 * kw["upsample"] // kw["patch_size"]
+    assert out.grid == (side, side)
+    assert out.train_patches.shape[1:] == out.test_patches.shape[1:] == (side * side, kw["patch_size"] ** 2)
+    assert out.train_patches.shape[0] + out.test_patches.shape[0] == 1797
+    assert len(out.train_labels) + len(out.test_labels) == 1797
+
+
+VISION_CASES = {
+    "evaluate_vit": Case(_evaluate_vit_kwargs(),
+                         dict(model=Instance(TinyViT), patches=ANY, labels=ANY, grid=ANY, spacing=ANY),
+                         lambda kw, out: is_float(out, 0, 1), partners=("model", "patches", "grid"), examples=15),
+    "grid_positions": Case(st.fixed_dictionaries(dict(height=small, width=small)),
+                           dict(height=Size(1), width=Size(1)),
+                           lambda kw, out: isinstance(out, tuple) and all(
+                               shape_is(kw["height"] * kw["width"])(t) is None for t in out)),
+    "load_digits_patches": Case(
+        st.fixed_dictionaries(dict(patch_size=st.sampled_from((1, 2, 4, 8)), upsample=st.sampled_from((1, 2)),
+                                   test_fraction=st.floats(0.1, 0.9), random_state=seeds)),
+        dict(patch_size=Int(1), upsample=Int(1), test_fraction=Real(positive=True), random_state=Int(0, 2**32 - 1)),
+        _expect_digits, examples=8, partners=("patch_size", "upsample")),
+    "patchify": Case(_patchify_kwargs(), dict(images=ANY, patch_size=Size(1)),
+                     lambda kw, out: shape_is(kw["images"].shape[0],
+                                              kw["images"].shape[1] * kw["images"].shape[2] // kw["patch_size"] ** 2,
+                                              kw["patch_size"] ** 2)(out), partners=("images", "patch_size")),
+    "resize_table": Case(_resize_kwargs(), dict(table=ANY, old_grid=ANY, new_grid=ANY, mode=Choice(RESIZE_MODES)),
+                         lambda kw, out: shape_is(kw["new_grid"][0] * kw["new_grid"][1], kw["table"].shape[1])(out),
+                         partners=("table", "old_grid")),
+    "rope_rotate_2d": Case(_rope_2d_kwargs(), dict(x=ANY, rows=ANY, cols=ANY, base=Real(positive=True)),
+                           lambda kw, out: shape_is(*kw["x"].shape)(out), partners=("x", "rows", "cols")),
+    "sinusoidal_encoding_2d": Case(
+        st.fixed_dictionaries(dict(height=small, width=small, d_model=st.sampled_from((4, 8, 12)),
+                                   base=st.floats(2, 1e4), spacing=st.floats(0.1, 3), dtype=dtypes)),
+        dict(height=Size(1), width=Size(1), d_model=Size(1), base=Real(positive=True), spacing=Real(positive=True),
+             dtype=FloatDtype()),
+        _expect_tensor_dtype(lambda kw: (kw["height"] * kw["width"], kw["d_model"]), dtype_kw)),
+    "TinyViT": Case(
+        _vit_kwargs(),
+        dict(position=Choice(GRID_CODES), grid=ANY, patch_dim=Int(1), d_model=Size(1), n_heads=Int(1),
+             n_layers=Int(0), n_classes=Int(1), d_ff=ANY, base=Real(positive=True), seed=Seed(), patches=ANY,
+             spacing=ANY),
+        lambda kw, out: shape_is(kw["patches"].shape[0], kw["n_classes"])(out), call=_tiny_vit,
+        partners=("grid", "patches", "patch_dim", "d_model", "n_heads")),
+    "train_vit": Case(
+        _train_vit_kwargs(),
+        dict(model=ANY, patches=ANY, labels=ANY, steps=Steps(1), batch_size=Int(1), lr=Real(positive=True),
+             seed=ANY, progress=Bool()),
+        _expect_histories, examples=15, partners=("model", "patches", "labels", "seed")),
+    "vit_features": Case(_vit_features_kwargs(), dict(model=Instance(TinyViT), patches=ANY, labels=ANY),
+                         _expect_vit_features, partners=("model", "patches", "labels"), examples=15),
+}
+CASES.update(VISION_CASES)
 
 
 # The explorers of course_utils.widgets are public too (a lesson calls them); a name "widgets.X" here.

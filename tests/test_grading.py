@@ -75,6 +75,19 @@ MISTAKES = {
     "l12_pair_turns": "    return length * base ** (-2.0 * torch.arange(d // 2) / d)  # radians, not turns",
     "l12_ntk_base": "    return base * factor  # forgot the exponent d/(d-2)",
     "l12_yarn_blend": "    return (1 - gamma) * omega + gamma * omega / factor  # gamma swapped",
+    "l13_patchify": "    return images.reshape(images.shape[0], -1, p * p)  # strips, not squares",
+    "l13_sinusoidal_2d": "    index = torch.arange(height * width, dtype=torch.float64)\n"
+                         "    quarter = d_model // 4\n"
+                         "    omega = 10_000.0 ** (-torch.arange(quarter, dtype=torch.float64) / quarter)\n"
+                         "    y, x = index // width, index % width\n"
+                         "    one = lambda t: torch.cat([(t[:, None] * omega).sin(), (t[:, None] * omega).cos()], 1)\n"
+                         "    return torch.cat([one(y), one(x)], dim=1)  # row half first",
+    "l13_rope_2d": "    return rope_rotate(x, positions=rows * 4 + cols)  # 1-D RoPE of the raster index",
+    "l14_bits_per_character": "    log_p = torch.log_softmax(logits.double(), dim=-1)\n"
+                              "    return -log_p[torch.arange(len(targets)), targets].mean().item()  # nats",
+    "l14_next_character_windows": "    index = starts[:, None] + torch.arange(length)\n"
+                                  "    return ids[index], ids[index]  # targets not shifted",
+    "l14_last_context": "    return tokens[max(0, t - context):t]  # ends at t - 1",
 }
 # CI autogrades lesson 01 (fast) and lesson 09 (trains); `make grade-check` sets COURSE_GRADE_ALL=1
 # and autogrades every lesson.

@@ -26,6 +26,10 @@ EXPECTED_LESSONS = [
     "08_position_through_the_layers.ipynb",
     "09_causal_masks_and_implicit_position.ipynb",
     "10_beyond_absolute.ipynb",
+    "11_rope_in_practice.ipynb",
+    "12_longer_than_trained.ipynb",
+    "13_positions_on_a_grid.ipynb",
+    "14_capstone_real_text.ipynb",
 ]
 
 

@@ -158,12 +158,15 @@ def test_redraw_times_checks_its_arguments(explorers):
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_redraw_median_is_within_100_ms(name):
-    """The issue's budget, with 20 random moves of every control (measured ≈ 10–50 ms here)."""
+    """The issue's budget, with 20 random moves of every control (measured ≈ 10–50 ms here).
+
+    The budget is checked on the redraw's own CPU time, so that other jobs on the machine (CI
+    runs tests two at a time) cannot change the verdict; `make bench` reports the wall clock."""
     torch.set_num_threads(1)
     explorer = EXPLORERS[name]()
     timing = redraw_times(explorer, random_moves(explorer, 20, seed=0))
-    assert timing["n"] == 20
-    assert timing["median_ms"] <= 100, f"{name}: median redraw {timing['median_ms']:.1f} ms"
+    assert timing["n"] == 20 and timing["median_cpu_ms"] <= timing["median_ms"] + 1
+    assert timing["median_cpu_ms"] <= 100, f"{name}: median redraw {timing['median_cpu_ms']:.1f} ms of CPU"
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))

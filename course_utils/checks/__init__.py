@@ -20,6 +20,8 @@ from .learned import check_add_learned_code, check_cosine_similarity_matrix, che
 from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .relative import check_offset_map, check_rotation_block
 from .rope import check_decode_step, check_rope_complex, check_rope_permutation
+from .text import check_bits_per_character, check_last_context, check_next_character_windows
+from .vision import check_patchify, check_rope_2d, check_sinusoidal_2d
 
 __all__ = [
     "check_add_learned_code",
@@ -27,6 +29,7 @@ __all__ = [
     "check_as_addition",
     "check_attention",
     "check_binary_code",
+    "check_bits_per_character",
     "check_block_parameters",
     "check_bos_share",
     "check_causal_mask",
@@ -35,18 +38,23 @@ __all__ = [
     "check_decode_step",
     "check_hamming_distance",
     "check_is_offset_only",
+    "check_last_context",
     "check_neighbour_similarity",
-    "check_ntk_base",
+    "check_next_character_windows",
     "check_normalised_positions",
+    "check_ntk_base",
     "check_offset_map",
     "check_offset_similarity",
     "check_pair_turns",
+    "check_patchify",
     "check_permutation_matrix",
     "check_position_labels",
+    "check_rope_2d",
     "check_rope_complex",
     "check_rope_permutation",
     "check_rope_rotate",
     "check_rotation_block",
+    "check_sinusoidal_2d",
     "check_sinusoidal_encoding",
     "check_softmax",
     "check_token_position_term",

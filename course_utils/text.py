@@ -1,0 +1,262 @@
+"""Real text for lesson 14: a character-level corpus that ships with Python, and the loss of a
+language model at every position.
+
+The corpus is ``pydoc_data.topics``: the ~80 documentation topics behind ``help("assert")``,
+about 465,000 characters of English prose and code examples, in the standard library (no
+download). Whole topics go to the training or the held-out text, never parts of one. Some
+topics repeat others verbatim (``customization`` is part of ``specialnames``), so a held-out
+topic that shares more than MAX_SHARED = 5 % of its 64-character passages (SHINGLE) with the
+training text is dropped: the held-out text is unseen prose. Characters are token ids: the ones seen often enough in the training text
+get their own id, every other character the one id UNKNOWN = 0.
+
+A language model reads characters 0 .. t and predicts character t + 1; its loss at position t is
+the cross-entropy of that prediction in **bits per character**: −log₂ p(true next character).
+Guessing uniformly among V characters costs log₂ V bits; a perfect model 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from . import _validate
+from .tasks import Batch
+
+UNKNOWN = 0  # the id of every character outside the vocabulary
+UNKNOWN_MARK = "\N{REPLACEMENT CHARACTER}"  # how decode_text shows it
+MAX_WINDOWS = 100_000  # loss_by_position: windows per call
+SHINGLE = 64  # load_text_corpus: the passage length of the leakage rule
+MAX_SHARED = 0.05  # load_text_corpus: a held-out topic may share at most this share of passages
+
+
+@dataclass(frozen=True)
+class TextCorpus:
+    """A character-level corpus split by topic.
+
+    train, held_out: 1-D long tensors of character ids; vocabulary: the characters, id i is
+    vocabulary[i] (vocabulary[0] is UNKNOWN_MARK, the id of every rare character);
+    train_topics, held_out_topics: the topic names in each split; dropped_topics: the topics
+    held out at first but dropped because they repeat the training text (see load_text_corpus).
+    """
+
+    train: torch.Tensor
+    held_out: torch.Tensor
+    vocabulary: str
+    train_topics: tuple[str, ...]
+    held_out_topics: tuple[str, ...]
+    dropped_topics: tuple[str, ...] = ()
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocabulary)
+
+    def encode(self, text: str) -> torch.Tensor:
+        """``encode_text(text, self.vocabulary)``."""
+        return encode_text(text, self.vocabulary)
+
+    def decode(self, ids) -> str:
+        """``decode_text(ids, self.vocabulary)``."""
+        return decode_text(ids, self.vocabulary)
+
+
+def _vocabulary(vocabulary) -> str:
+    if not isinstance(vocabulary, str):
+        raise TypeError(f"vocabulary must be a string of characters, got {type(vocabulary).__name__}")
+    if len(vocabulary) < 2 or vocabulary[0] != UNKNOWN_MARK:
+        raise ValueError("vocabulary must start with the unknown mark (id 0) and hold at least one more "
+                         "character, as build_vocabulary returns it")
+    if len(set(vocabulary)) != len(vocabulary):
+        raise ValueError("vocabulary must not repeat a character")
+    return vocabulary
+
+
+def build_vocabulary(text: str, *, min_count: int = 20) -> str:
+    """The characters of ``text`` that occur at least ``min_count`` times, most frequent first
+    (ties in code-point order), after the unknown mark at id 0. Returns a string, id i ↔ char i."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    min_count = _validate.integer(min_count, "min_count", minimum=1)
+    counts = Counter(text)
+    kept = sorted((c for c, n in counts.items() if n >= min_count and c != UNKNOWN_MARK),
+                  key=lambda c: (-counts[c], c))
+    if not kept:
+        raise ValueError(f"no character of text occurs min_count = {min_count} times: lower min_count "
+                         "or give a longer text")
+    return UNKNOWN_MARK + "".join(kept)
+
+
+def encode_text(text: str, vocabulary: str) -> torch.Tensor:
+    """Character ids of ``text``: [len(text)] long; a character not in ``vocabulary`` gets UNKNOWN (0)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    vocabulary = _vocabulary(vocabulary)
+    _validate.size_budget(len(text), "the ids [len(text)]")
+    index = {c: i for i, c in enumerate(vocabulary)}
+    return torch.tensor([index.get(c, UNKNOWN) for c in text], dtype=torch.long)
+
+
+def decode_text(ids, vocabulary: str) -> str:
+    """The characters of ``ids`` (a 1-D tensor or list of ids below len(vocabulary)); UNKNOWN shows as �."""
+    vocabulary = _vocabulary(vocabulary)
+    if isinstance(ids, torch.Tensor):
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise TypeError(f"ids must hold integer ids, got dtype {ids.dtype}")
+        if ids.ndim != 1:
+            raise ValueError(f"ids must be 1-D, got shape {tuple(ids.shape)}")
+        values = ids.tolist()
+    elif isinstance(ids, (list, tuple)):
+        values = [_validate.integer(i, "ids") for i in ids]
+    else:
+        raise TypeError(f"ids must be a 1-D tensor or a list of ids, got {type(ids).__name__}")
+    if any(i < 0 or i >= len(vocabulary) for i in values):
+        raise ValueError(f"ids must be in 0 .. {len(vocabulary) - 1} (len(vocabulary) - 1)")
+    return "".join(vocabulary[i] for i in values)
+
+
+def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20) -> TextCorpus:
+    """The documentation topics of ``pydoc_data.topics`` as a TextCorpus.
+
+    Topics are sorted by name; every ``held_out_every``-th one (the 1st, 5th, 9th, ... for 4)
+    is held out, the rest make the training text, each topic followed by a blank line. Some
+    topics repeat others verbatim, so a held-out topic with more than MAX_SHARED (5 %) of its
+    SHINGLE (64)-character passages found in the training text is dropped (to
+    ``dropped_topics``, in neither text): the held-out text is unseen prose. The vocabulary is built from the training text alone (``build_vocabulary`` with
+    ``min_count``), so the held-out text may contain UNKNOWN ids, never an unseen id.
+    """
+    from pydoc_data.topics import topics
+
+    held_out_every = _validate.integer(held_out_every, "held_out_every", minimum=2)
+    names = sorted(topics)
+    if held_out_every > len(names):
+        raise ValueError(f"held_out_every must be at most the number of topics ({len(names)}), "
+                         f"got {held_out_every}")
+    first = tuple(name for i, name in enumerate(names) if i % held_out_every == 0)
+    kept = tuple(name for i, name in enumerate(names) if i % held_out_every)
+    train_text = "".join(topics[name].strip() + "\n\n" for name in kept)
+    seen = {train_text[i:i + SHINGLE] for i in range(len(train_text) - SHINGLE + 1)}
+
+    def shared(body: str) -> float:
+        passages = [body[i:i + SHINGLE] for i in range(len(body) - SHINGLE + 1)]
+        return sum(p in seen for p in passages) / len(passages) if passages else 0.0
+
+    held = tuple(name for name in first if shared(topics[name].strip()) <= MAX_SHARED)
+    dropped = tuple(name for name in first if name not in held)
+    if not held:
+        raise ValueError(f"held_out_every = {held_out_every} leaves no held-out topic that does "
+                         "not repeat the training text")
+    held_text = "".join(topics[name].strip() + "\n\n" for name in held)
+    vocabulary = build_vocabulary(train_text, min_count=min_count)
+    return TextCorpus(train=encode_text(train_text, vocabulary), held_out=encode_text(held_text, vocabulary),
+                      vocabulary=vocabulary, train_topics=kept, held_out_topics=held,
+                      dropped_topics=dropped)
+
+
+def _ids(ids, name: str = "ids", *, vocab_size: int | None = None) -> torch.Tensor:
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a 1-D tensor of character ids, got {type(ids).__name__}")
+    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        raise TypeError(f"{name} must hold integer character ids (torch.long), got dtype {ids.dtype}")
+    if ids.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one id per character), got shape {tuple(ids.shape)}")
+    if ids.numel() and int(ids.min()) < 0:
+        raise ValueError(f"{name} must hold ids >= 0")
+    if vocab_size is not None and ids.numel() and int(ids.max()) >= vocab_size:
+        raise ValueError(f"{name} has ids up to {int(ids.max())} but the model's vocab_size is {vocab_size}")
+    return ids.long()
+
+
+def text_batch(ids: torch.Tensor, *, batch_size: int, length: int, generator: torch.Generator) -> Batch:
+    """``batch_size`` windows of ``length`` + 1 consecutive characters of ``ids``, each starting at a
+    random place drawn from ``generator``: tokens are characters 0 .. length-1 of a window, targets
+    characters 1 .. length (the next character at every position). Returns a Batch, each field
+    [batch_size, length], every position scored.
+    """
+    ids = _ids(ids)
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    length = _validate.integer(length, "length", minimum=1)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if ids.shape[0] < length + 1:
+        raise ValueError(f"ids holds {ids.shape[0]} characters; a window of length + 1 = {length + 1} needs more")
+    _validate.size_budget(batch_size * (length + 1), "the windows [batch_size, length + 1]")
+    starts = torch.randint(0, ids.shape[0] - length, (batch_size,), generator=generator)
+    windows = ids[starts[:, None] + torch.arange(length + 1)]
+    return Batch(tokens=windows[:, :-1], targets=windows[:, 1:],
+                 scored=torch.ones(batch_size, length, dtype=torch.bool))
+
+
+def text_windows(ids: torch.Tensor, *, length: int, n_windows: int) -> Batch:
+    """``n_windows`` windows of ``length`` + 1 characters of ``ids`` at evenly spaced starts, the
+    first at 0 and the last ending at the end of ``ids``: the same windows on every call (no
+    randomness), as an evaluation needs. Returns a Batch like text_batch's, each field
+    [n_windows, length].
+    """
+    ids = _ids(ids)
+    length = _validate.integer(length, "length", minimum=1)
+    n_windows = _validate.integer(n_windows, "n_windows", minimum=1, maximum=MAX_WINDOWS)
+    if ids.shape[0] < length + 1:
+        raise ValueError(f"ids holds {ids.shape[0]} characters; a window of length + 1 = {length + 1} needs more")
+    _validate.size_budget(n_windows * (length + 1), "the windows [n_windows, length + 1]")
+    starts = torch.linspace(0, ids.shape[0] - length - 1, n_windows).round().long()
+    windows = ids[starts[:, None] + torch.arange(length + 1)]
+    return Batch(tokens=windows[:, :-1], targets=windows[:, 1:],
+                 scored=torch.ones(n_windows, length, dtype=torch.bool))
+
+
+@torch.no_grad()
+def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 16,
+                     context: int | None = None) -> torch.Tensor:
+    """The loss in bits per character at each position t = 0 .. length-1 of ``n_windows`` windows
+    of ``ids``: −log₂ p(character t + 1 | what the model reads), averaged over the windows.
+    Returns [length].
+
+    The windows are ``text_windows(ids, length=length, n_windows=n_windows)``: evenly spaced, the
+    same for every model. With
+    ``context=None`` position t reads characters 0 .. t of its window. With ``context=c`` it reads
+    only the last c of them, t − c + 1 .. t, numbered 0 .. c − 1 (a sliding window): for t < c
+    nothing changes; beyond, whatever lies further back is cut off.
+    """
+    from .models import TinyTransformer
+
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if not model.config.causal:
+        raise ValueError("model must be causal (ModelConfig(causal=True)): a language model may not read "
+                         "the character it predicts")
+    outputs = model.config.n_outputs or model.config.vocab_size
+    if outputs != model.config.vocab_size:
+        raise ValueError(f"model must predict the next character (n_outputs = vocab_size = "
+                         f"{model.config.vocab_size}), it has n_outputs = {outputs}")
+    ids = _ids(ids, vocab_size=model.config.vocab_size)
+    length = _validate.integer(length, "length", minimum=1)
+    n_windows = _validate.integer(n_windows, "n_windows", minimum=1, maximum=MAX_WINDOWS)
+    if context is not None:
+        context = _validate.integer(context, "context", minimum=1)
+    read = length if context is None else min(context, length)
+    if model.config.position == "learned" and read > model.config.max_len:
+        raise ValueError(f"length {length} needs {read} rows of the learned code, the model has only "
+                         f"max_len = {model.config.max_len}")
+    if ids.shape[0] < length + 1:
+        raise ValueError(f"ids holds {ids.shape[0]} characters; a window of length + 1 = {length + 1} needs more")
+    _validate.size_budget(n_windows * model.config.n_heads * read * read,
+                          "the attention weights [n_windows, n_heads, length, length]")
+    _validate.size_budget(n_windows * max(1, length - read + 1) * read * max(model.config.d_model, outputs),
+                          "the sliding windows [n_windows, length - context + 1, context, d_model]")
+    windows = text_windows(ids, length=length, n_windows=n_windows)
+    tokens, targets = windows.tokens, windows.targets
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(tokens[:, :read])  # positions 0 .. read-1 read their whole prefix either way
+        if read < length:  # position t >= read: a sliding window of the last `read` characters
+            slides = tokens.unfold(1, read, 1)[:, 1:]  # [n_windows, length - read, read]
+            last = torch.cat([model(chunk)[:, -1] for chunk in slides.reshape(-1, read).split(4096)])
+            logits = torch.cat([logits, last.view(n_windows, length - read, -1)], dim=1)
+    finally:
+        model.train(was_training)
+    nats = nn.functional.cross_entropy(logits.transpose(1, 2).float(), targets, reduction="none")
+    return (nats / math.log(2)).mean(dim=0)
