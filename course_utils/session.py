@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import random
 import re
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -30,27 +32,63 @@ _MATPLOTLIB_DEFAULTS = {
 }
 
 
-# The math libraries pick their code path from the CPU they find: Intel MKL takes one path on an
-# Intel chip with AVX-512 and another on an AMD one, torch's own kernels come in AVX2 and AVX-512
-# builds. Each path sums in its own order, so the last bits of a float32 matmul differ, and a
-# training run that starts a bit apart ends a few thousandths apart: the stored numbers would hold
-# on one kind of CPU only. These variables ask for one path on every x86 CPU (MKL's "conditional
-# numerical reproducibility" mode and torch's AVX2 kernels; that this makes an AVX-512 Intel chip
-# match an AVX2 AMD one is what those modes promise, not yet checked by this course). The
-# libraries read them when they first compute, not when they are imported, so `import
-# course_utils` sets them before any lesson computes anything (tests/test_session.py proves it).
-PORTABLE_NUMERICS = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-AVX2_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2"}
+# The math libraries pick their code path from the CPU they find: Intel MKL (torch's BLAS on
+# x86-64) takes one path on an Intel chip with AVX-512 and another on an AMD one, torch's own kernels
+# come in AVX2 and AVX-512 builds. Each sums in its own order, so the last bits of a float32 matmul
+# differ, and a training run that starts a bit apart ends a few thousandths apart: the stored
+# numbers would hold on one kind of CPU only. So `import course_utils` asks for one path on every
+# x86-64 CPU with AVX2, before anything computes (the libraries read these variables at their
+# first computation, not at import; tests/test_session.py proves it):
+# - MKL_CBWR=AVX2,STRICT: MKL's conditional-numerical-reproducibility mode on its AVX2 branch.
+#   Chosen by measurement (tools/fingerprint.py, whose hashes the test suite prints in its header):
+#   on an AMD EPYC with AVX-512 (Zen 5) it gave the very hashes an AMD EPYC without AVX-512 gave
+#   (../shared/tools/fingerprint_amd_epyc.txt) for matmul, attention, LayerNorm, softmax, 10 AdamW
+#   steps and a float64 L-BFGS fit, in both COMPATIBLE and AVX2 modes; AVX2 runs a 1024² matmul at
+#   104 GFLOP/s on one thread there against 40 for COMPATIBLE (MKL's SSE2 branch), and trains the
+#   course's models 1.6–2.3× faster. STRICT adds MKL's promise that results do not depend on how
+#   the arrays are aligned in memory (it cost nothing measurable). MKL documents that a CBWR branch
+#   gives the same bits on every processor that has its instructions, Intel or not; both CPUs we
+#   compared are AMD, so Intel is covered by that promise, not yet by our own measurement.
+# - ONEDNN_MAX_CPU_ISA=AVX2 and ATEN_CPU_CAPABILITY=avx2: oneDNN's and torch's own AVX2 kernels,
+#   never their AVX-512 ones.
+# A CPU without AVX2 (or not x86-64: an Apple-silicon Mac, Linux on ARM, where torch uses other
+# libraries altogether) cannot take these paths: there the lessons run and teach the same thing,
+# but stored numbers may differ in their last digits (`reproduces_stored_outputs` says which case
+# applies; `make test` then runs nbval in lax mode plus the claims tests).
+AVX2_NUMERICS = {"MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+# Without AVX2 on x86-64: MKL's reproducible baseline branch (SSE2), oneDNN held to AVX2 at most.
+FALLBACK_NUMERICS = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+# Windows' IsProcessorFeaturePresent flag for AVX2 (winnt.h: PF_AVX2_INSTRUCTIONS_AVAILABLE).
+_PF_AVX2_INSTRUCTIONS_AVAILABLE = 40
+
+
+def _is_x86_64() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _has_avx2() -> bool:
-    """True on an x86-64 Linux CPU that has AVX2 (forcing AVX2 kernels elsewhere would crash or warn)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    """True on an x86-64 CPU with AVX2, read without computing anything: /proc/cpuinfo on Linux,
+    sysctl on macOS, IsProcessorFeaturePresent on Windows (False when it cannot be read)."""
+    if not _is_x86_64():
         return False
     try:
-        return " avx2" in Path("/proc/cpuinfo").read_text()
-    except OSError:
+        if sys.platform.startswith("linux"):
+            return re.search(r"^flags\s*:.*\bavx2\b", Path("/proc/cpuinfo").read_text(), re.M) is not None
+        if sys.platform == "darwin":
+            leaf7 = subprocess.run(["sysctl", "-n", "machdep.cpu.leaf7_features"], capture_output=True,
+                                   text=True, timeout=10).stdout
+            return "AVX2" in leaf7.upper().split()
+        if sys.platform == "win32":
+            return bool(ctypes.windll.kernel32.IsProcessorFeaturePresent(_PF_AVX2_INSTRUCTIONS_AVAILABLE))
+    except (OSError, AttributeError, ValueError):
         return False
+    return False
+
+
+def reproduces_stored_outputs() -> bool:
+    """True where the lessons' stored numbers are promised bit for bit: an x86-64 CPU with AVX2
+    (Intel or AMD, with or without AVX-512), on which `pin_numerics` fixes the AVX2 code paths."""
+    return _has_avx2()
 
 
 def pin_numerics() -> dict[str, str]:
@@ -58,9 +96,12 @@ def pin_numerics() -> dict[str, str]:
 
     Returns the variables in force. A variable the user set keeps the user's value.
     """
-    wanted = dict(PORTABLE_NUMERICS)
     if _has_avx2():
-        wanted.update(AVX2_KERNELS)
+        wanted = AVX2_NUMERICS
+    elif _is_x86_64():
+        wanted = FALLBACK_NUMERICS
+    else:
+        wanted = {}
     for name, value in wanted.items():
         os.environ.setdefault(name, value)
     return {name: os.environ[name] for name in wanted}
@@ -139,7 +180,8 @@ def _in_range(version: str, specifier: str) -> bool:
 
 def environment_report() -> bool:
     """Print one line for Python and one per package the lessons need: ✅ the verified version
-    (requirements.lock), ⚠️ another supported version, ❌ missing or unsupported; then a verdict.
+    (requirements.lock), ⚠️ another supported version, ❌ missing or unsupported; one for the CPU
+    (✅ where stored outputs reproduce bit for bit, see `reproduces_stored_outputs`); a verdict.
 
     Returns True when every line is ✅: then every stored number in the lessons will match.
     """
@@ -165,12 +207,18 @@ def environment_report() -> bool:
             mark, note = "❌", f"missing (needs {specifier})"
         elif not _in_range(installed, specifier):
             mark, note = "❌", f"{installed} (needs {specifier})"
-        elif pinned is None or installed.split("+")[0] != pinned:
+        elif pinned is None or installed.split("+")[0] != pinned.split("+")[0]:  # +cpu: same code
             mark, note = "⚠️", installed + (f" (verified: {pinned})" if pinned else "")
         else:
             mark, note = "✅", installed
         marks.append(mark)
         print(f"{mark} {name} {note}")
+    cpu = "✅" if reproduces_stored_outputs() else "⚠️"
+    marks.append(cpu)
+    if cpu == "✅":
+        print("✅ CPU x86-64 with AVX2: the course pins its math kernels (exact numbers)")
+    else:
+        print(f"⚠️ CPU {platform.machine()}, not x86-64 with AVX2: other math kernels (last digits)")
     if "❌" in marks:
         print("Not supported here: run `make lab` in the course folder (see the README).")
     elif "⚠️" in marks:

@@ -92,3 +92,16 @@ COMMON_JUNK = {
     "wrong shape": lambda *a: torch.zeros(3, 5, 7),
     "complex": lambda *a: torch.zeros(2, dtype=torch.complex64),
 }
+
+
+def pytest_report_header(config) -> list[str]:
+    """Name the CPU, the pinned kernels and the numerics fingerprint at the top of every run, so a
+    strict-nbval failure on a learner's machine can be told apart from a wrong lesson
+    (tools/fingerprint.py; run in a fresh process, under the pins `import course_utils` sets)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "tools.fingerprint"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    if done.returncode != 0:
+        return [f"numerics fingerprint failed: {done.stderr.strip().splitlines()[-1:]}"]
+    return done.stdout.splitlines()

@@ -84,7 +84,7 @@ def test_position_and_content_through_the_block(data, models, seed):
     summed = embedded + model.table.detach().double().repeat(len(few[0]), 1)
     alone = logistic_probe(embedded, learned.tokens).test_accuracy
     with_table = logistic_probe(summed, learned.tokens).test_accuracy
-    assert alone >= 0.95 and 0.85 <= with_table <= alone - 0.04  # lesson: 0.98 vs 0.89-0.90
+    assert alone >= 0.95 and 0.85 <= with_table <= alone - 0.04  # lesson: 0.97 vs 0.89-0.90
     assert logistic_probe(summed, learned.positions).test_accuracy >= 0.97
     assert logistic_probe(embedded, learned.positions).test_accuracy <= 0.4
     assert min(logistic_probe(learned.layers[1], labels).test_accuracy

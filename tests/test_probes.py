@@ -155,3 +155,29 @@ def test_logistic_probe_refuses_to_report_an_unfinished_fit(monkeypatch):
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="features.*did not converge"):
             logistic_probe(x, y)
+
+
+@pytest.mark.parametrize("noise, classes", [(1.0, 16), (3.0, 8), (0.3, 5)])
+def test_logistic_probe_fits_scikit_learns_objective(noise, classes):
+    """The probe is scikit-learn's LogisticRegression(C=LOGISTIC_C) written in torch float64 (so it
+    does not depend on OpenBLAS's CPU-chosen kernels): scikit-learn, run to a tight tolerance on the
+    same standardised rows, reaches the same objective (to 1e-6: the probe stops once no gradient
+    component exceeds 1e-6) and the same predictions."""
+    from sklearn.linear_model import LogisticRegression
+
+    g = torch.Generator().manual_seed(classes)
+    centres = torch.randn(classes, 12, generator=g, dtype=torch.float64)
+    y = torch.randint(0, classes, (600,), generator=g)
+    x = centres[y] + noise * torch.randn(600, 12, generator=g, dtype=torch.float64)
+    fit, _ = probes._split(600, 0.5, 0)
+    standard = probes._standardised(x, fit)
+    weights, bias = probes._fit_logistic(standard[fit], y[fit], classes)
+    reference = LogisticRegression(C=probes.LOGISTIC_C, max_iter=20_000, tol=1e-12)
+    reference.fit(standard[fit].numpy(), y[fit].numpy())
+    def objective(w, b):
+        return (torch.nn.functional.cross_entropy(standard[fit] @ w + b, y[fit])
+                + (w * w).sum() / (2 * probes.LOGISTIC_C * len(fit))).item()
+
+    best = objective(torch.from_numpy(reference.coef_.T.copy()), torch.from_numpy(reference.intercept_.copy()))
+    assert -1e-9 <= objective(weights, bias) - best <= 1e-6
+    assert torch.equal(torch.from_numpy(reference.predict(standard.numpy())), (standard @ weights + bias).argmax(1))

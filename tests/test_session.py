@@ -125,10 +125,11 @@ def test_environment_report(capsys):
     assert ok is True, "the tests run in the verified environment (requirements.lock)"
     ranges = session._ranges()
     assert {"torch", "numpy", "scikit-learn"} <= set(ranges)
-    # one line for Python, one per package, one verdict
-    assert len(lines) == len(ranges) + 2
+    # one line for Python, one per package, one for the CPU, one verdict
+    assert len(lines) == len(ranges) + 3
     assert lines[0].startswith("✅ Python 3.11")
-    for line, name in zip(lines[1:-1], ranges):
+    assert lines[-2].startswith("✅ CPU x86-64 with AVX2") == session.reproduces_stored_outputs()
+    for line, name in zip(lines[1:-2], ranges):
         assert line.startswith("✅ ") and line.split()[1] == name
     assert lines[-1] == "Ready: every number in the lessons will match."
     assert all(len(line) <= 88 for line in lines)
@@ -243,13 +244,74 @@ def _probe(before: str, **env: str) -> str:
 def test_importing_the_course_pins_the_code_path_before_anything_computes():
     """`import course_utils` after `import torch` gives the very numbers of a process started with
     the variables already set: the libraries read them at their first computation."""
-    pinned = {"MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    if session._has_avx2():
-        pinned["ATEN_CPU_CAPABILITY"] = "avx2"
+    pinned = session.AVX2_NUMERICS if session._has_avx2() else session.FALLBACK_NUMERICS
     assert _probe("import course_utils") == _probe("", **pinned)
-    assert "'MKL_CBWR': 'COMPATIBLE'" in _probe("import course_utils")
+    assert f"'MKL_CBWR': '{pinned['MKL_CBWR']}'" in _probe("import course_utils")
+
+
+def test_the_pinned_mkl_branch_is_avx2_and_strict_where_the_cpu_has_avx2():
+    """The fastest branch whose fingerprint matched across the CPUs we compared (session.py)."""
+    assert session.AVX2_NUMERICS == {"MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                                     "ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def test_the_pinned_branch_changes_the_numbers():
+    """The variables really reach MKL: its SSE2 branch (COMPATIBLE) sums in another order."""
+    if not session._has_avx2():
+        pytest.skip("needs an x86-64 CPU with AVX2 (MKL's AVX2 branch)")
+    assert _probe("", MKL_CBWR="COMPATIBLE") != _probe("", MKL_CBWR="AVX2,STRICT")
+
+
+@pytest.mark.parametrize("machine, system, has, pins", [
+    ("x86_64", "linux", True, "AVX2,STRICT"),
+    ("AMD64", "win32", True, "AVX2,STRICT"),
+    ("x86_64", "darwin", True, "AVX2,STRICT"),
+    ("x86_64", "linux", False, "COMPATIBLE"),
+    ("arm64", "darwin", False, None),
+    ("aarch64", "linux", False, None),
+])
+def test_pins_by_platform(monkeypatch, machine, system, has, pins):
+    """AVX2 is read without computing on Linux (/proc/cpuinfo), macOS (sysctl) and Windows
+    (IsProcessorFeaturePresent); arm64 gets no x86 pins, and no promise of bit-equal outputs."""
+    import subprocess
+    import types
+
+    monkeypatch.setattr(session.platform, "machine", lambda: machine)
+    monkeypatch.setattr(session.sys, "platform", system)
+    flags = "fpu sse2 avx avx2 fma" if has else "fpu sse2 avx"
+    monkeypatch.setattr(session.Path, "read_text", lambda self: f"processor\t: 0\nflags\t\t: {flags}\n")
+    leaf7 = "RDWRFSGS TSC_THREAD_OFFSET BMI1 " + ("AVX2 " if has else "") + "SMEP BMI2"
+    monkeypatch.setattr(session.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=leaf7 + "\n"))
+    kernel32 = types.SimpleNamespace(IsProcessorFeaturePresent=lambda flag: int(has and flag == 40))
+    monkeypatch.setattr(session.ctypes, "windll", types.SimpleNamespace(kernel32=kernel32), raising=False)
+    for name in _PINNED:
+        monkeypatch.delenv(name, raising=False)
+    assert session._has_avx2() is has
+    assert session.reproduces_stored_outputs() is has
+    assert session.pin_numerics().get("MKL_CBWR") == pins
 
 
 def test_a_variable_the_user_set_is_kept(monkeypatch):
     monkeypatch.setenv("MKL_CBWR", "AUTO")
     assert session.pin_numerics()["MKL_CBWR"] == "AUTO"
+
+
+def test_environment_report_on_a_cpu_without_avx2_warns_about_the_last_digits(capsys, monkeypatch):
+    monkeypatch.setattr(session, "reproduces_stored_outputs", lambda: False)
+    ok, lines = _report(capsys)
+    assert ok is False
+    assert lines[-3].startswith("⚠️ CPU ") and "last digits" in lines[-3]
+    assert lines[-2].startswith("Supported: every lesson runs")
+
+
+def test_a_cpu_build_suffix_on_either_side_is_the_verified_version(capsys, monkeypatch, tmp_path):
+    """requirements.lock pins torch 2.13.0+cpu on Linux: an installed 2.13.0 (or +cu130) is the
+    same code on the CPU, so it is ✅, like 2.13.0+cpu against a lock that says 2.13.0."""
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(f"torch=={metadata.version('torch').split('+')[0]}+cpu\n")
+    verified = session._verified
+    monkeypatch.setattr(session, "_verified", lambda: verified(lock))
+    assert session._verified()["torch"].endswith("+cpu")
+    ok, lines = _report(capsys)
+    assert _line(lines, "torch").startswith("✅")

@@ -1,0 +1,162 @@
+"""The numerics fingerprint: does this CPU compute the course's numbers bit for bit as ours did?
+
+Seeded float32 work of the kind the lessons do (matmuls of their shapes, attention, LayerNorm,
+log-softmax, ten AdamW steps of a small transformer layer) and one float64 L-BFGS logistic fit
+(the logistic probe's method), each reduced to a short sha256 of its bytes. It runs after
+`import course_utils`, so under the kernels the course pins (course_utils/session.py). REFERENCE
+holds the hashes the stored outputs were made with; on a CPU whose lines all match, strict nbval
+is expected to pass, and a line that differs names the operation that moved.
+
+    python -m tools.fingerprint           # the CPU, the pinned kernels, each hash against REFERENCE
+    python -m tools.fingerprint --exact   # exit 0 where stored outputs reproduce bit for bit, else
+                                          # say so in one line and exit 1 (`make test` asks this)
+
+The test suite prints the same report in its header (tests/conftest.py). It was first measured
+as ../shared/tools/numerics_fingerprint.py, our own script, on two CPUs (session.py says which).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+from pathlib import Path
+
+import course_utils  # noqa: F401  (pins the kernels before anything below computes)
+import torch
+
+# The hashes under the course's pins (MKL_CBWR=AVX2,STRICT, torch and oneDNN on AVX2, one
+# thread), measured identical on an AMD EPYC without AVX-512 and an AMD EPYC (Zen 5) with it.
+REFERENCE = {
+    "mm 1024x1024": "a8e265236230",
+    "linear 8192x128": "b001aa2dd39b",
+    "attention": "9529ed18aaa9",
+    "layer_norm": "3748ee4a0af4",
+    "softmax/exp/log": "39f29e7b8106",
+    "10 AdamW steps": "17d22ed1e9eb",
+    "float64 L-BFGS": "1f1d0e944014",
+}
+PINNED = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")
+
+
+def _hash(tensor: torch.Tensor) -> str:
+    return hashlib.sha256(tensor.detach().contiguous().numpy().tobytes()).hexdigest()[:12]
+
+
+def cpu() -> str:
+    """The CPU's name and whether it has AVX2 and AVX-512 (Linux; the machine name elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    name = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    flags = re.search(r"^flags\s*:(.*)$", text, re.M)
+    flags = set(flags.group(1).split()) if flags else set()
+    vector = ", ".join(f"{'with' if flag in flags else 'no'} {label}"
+                       for flag, label in (("avx2", "AVX2"), ("avx512f", "AVX-512")))
+    return f"{name.group(1).strip() if name else platform.machine()} ({vector})"
+
+
+def openblas() -> str:
+    """OpenBLAS's kernel set as NumPy/SciPy loaded it (threadpoolctl), e.g. 'Haswell'."""
+    import numpy  # noqa: F401  (load the BLAS libraries threadpoolctl reports)
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    found = [f"{info.get('architecture')} ({info.get('filepath', '').split('/')[-2] or '?'})"
+             for info in threadpool_info() if info.get("internal_api") == "openblas"]
+    return ", ".join(found) or "not loaded"
+
+
+def fingerprint() -> dict[str, str]:
+    """{operation: short hash of its result} for the work described in the module docstring."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
+        hashes = {"mm 1024x1024": _hash(a @ b)}
+        x = torch.randn(64 * 128, 128, generator=g)
+        w = torch.randn(128, 512, generator=g) / 11
+        hashes["linear 8192x128"] = _hash(x @ w)
+        q, k, v = (torch.randn(64, 4, 128, 32, generator=g) for _ in range(3))
+        hashes["attention"] = _hash(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+        hashes["layer_norm"] = _hash(torch.nn.functional.layer_norm(x, (128,)))
+        hashes["softmax/exp/log"] = _hash(torch.log_softmax(x @ w, -1))
+
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+        optimiser = torch.optim.AdamW(layer.parameters(), lr=1e-3)
+        data = torch.randn(16, 64, 128, generator=g)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(64)
+        for _ in range(10):
+            loss = layer(data, src_mask=mask, is_causal=True).pow(2).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        hashes["10 AdamW steps"] = _hash(torch.cat([p.flatten() for p in layer.parameters()]))
+
+        features = torch.randn(600, 32, generator=g, dtype=torch.float64)
+        labels = (features @ torch.randn(32, 16, generator=g, dtype=torch.float64)).argmax(1)
+        weights = torch.zeros(32, 16, dtype=torch.float64, requires_grad=True)
+        lbfgs = torch.optim.LBFGS([weights], max_iter=200, line_search_fn="strong_wolfe")
+
+        def closure():
+            lbfgs.zero_grad()
+            loss = (torch.nn.functional.cross_entropy(features @ weights, labels, reduction="sum")
+                    + 0.5 * (weights * weights).sum())
+            loss.backward()
+            return loss
+
+        lbfgs.step(closure)
+        hashes["float64 L-BFGS"] = _hash(weights)
+    finally:
+        torch.set_num_threads(threads)
+    return hashes
+
+
+def report() -> list[str]:
+    """The lines the test suite's header prints: CPU, kernels, each hash against REFERENCE, verdict."""
+    from course_utils.session import reproduces_stored_outputs
+
+    kernels = " ".join(f"{name}={os.environ.get(name, '-')}" for name in PINNED)
+    lines = [f"CPU: {cpu()}; {platform.system()} {platform.machine()}",
+             f"kernels: torch {torch.__version__} on {torch.backends.cpu.get_cpu_capability()}; {kernels}; "
+             f"OpenBLAS (NumPy/SciPy) {openblas()}"]
+    hashes = fingerprint()
+    moved = [name for name, value in hashes.items() if value != REFERENCE[name]]
+    lines.append("fingerprint: " + "  ".join(f"{name} {value}{'' if name not in moved else ' (≠)'}"
+                                             for name, value in hashes.items()))
+    if not reproduces_stored_outputs():
+        lines.append("verdict: not an x86-64 CPU with AVX2, so stored outputs are not expected to "
+                     "reproduce bit for bit (make test runs nbval in lax mode plus the claims tests)")
+    elif moved:
+        lines.append(f"verdict: DIFFERS from the stored outputs' CPUs in {', '.join(moved)}: strict nbval "
+                     f"may fail in the last digits; please report this CPU and these lines")
+    else:
+        lines.append("verdict: every hash matches the CPUs the stored outputs were made on")
+    return lines
+
+
+def inexact_note() -> str | None:
+    """None where the stored outputs are promised bit for bit; elsewhere the one line `make test`
+    prints before it checks the lessons in lax mode."""
+    from course_utils.session import reproduces_stored_outputs
+
+    if reproduces_stored_outputs():
+        return None
+    return (f"make test: {platform.machine()} CPU without x86-64 AVX2 ({cpu()}): stored outputs are "
+            f"exact only on x86-64 CPUs with AVX2, so nbval runs in lax mode (every cell must run "
+            f"without error) and the claims tests check the lessons' numbers with tolerances.")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--exact"]:
+        note = inexact_note()
+        if note:
+            print(note)
+        sys.exit(0 if note is None else 1)
+    print("\n".join(report()))
