@@ -44,9 +44,11 @@ _MATPLOTLIB_DEFAULTS = {
 #   on an AMD EPYC with AVX-512 (Zen 5) it gave the very hashes an AMD EPYC without AVX-512 gave
 #   (../shared/tools/fingerprint_amd_epyc.txt) for matmul, attention, LayerNorm, softmax, 10 AdamW
 #   steps and a float64 L-BFGS fit, in both COMPATIBLE and AVX2 modes; AVX2 runs a 1024² matmul at
-#   104 GFLOP/s on one thread there against 40 for COMPATIBLE (MKL's SSE2 branch), and trains the
-#   course's models 1.6–2.3× faster. STRICT adds MKL's promise that results do not depend on how
-#   the arrays are aligned in memory (it cost nothing measurable). MKL documents that a CBWR branch
+#   104 GFLOP/s on one thread there against 40 for COMPATIBLE (MKL's SSE2 branch), and the
+#   capstone lesson, which trains seven language models, executes in 22–25 s instead of 42 s.
+#   STRICT adds MKL's promise that results do not depend on how the arrays are aligned in memory
+#   (same hashes, no measurable cost). AVX512 was no candidate: on the Zen 5 MKL_CBWR=AVX512 gave
+#   the AVX2 hashes (MKL keeps its AVX-512 code for Intel chips). MKL documents that a CBWR branch
 #   gives the same bits on every processor that has its instructions, Intel or not; both CPUs we
 #   compared are AMD, so Intel is covered by that promise, not yet by our own measurement.
 # - ONEDNN_MAX_CPU_ISA=AVX2 and ATEN_CPU_CAPABILITY=avx2: oneDNN's and torch's own AVX2 kernels,
