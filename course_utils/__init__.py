@@ -5,10 +5,29 @@ A lesson imports what it needs from here:
     from course_utils import setup, sinusoidal_encoding, attention
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
-combine (05), decomposition (06), learned (07), layers (08), causal (09), attention_positions (10), rope (11),
-extension (12), vision (13), text (14),
-with attention, models, tasks, training, probes, plots, display and session shared by all, and
-checks for the homework.
+combine (05), decomposition (06), learned (07), layers (08), causal (09), biases and
+attention_positions (10), rope and model_edits (11), extension (12), grid_codes and vision (13),
+text (14); attention, models, tasks, training, probes, plots, widgets, display and session are
+shared by all, and checks holds the homework checks.
+
+The house, from the ground up. A module imports only modules on its own floor or below, never
+in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
+table):
+
+    floor 1  _validate                      argument checks shared by every public function
+    floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
+             attention, probes, tasks, combine
+                                            position math and measurements, free of models
+    floor 3  models                         the transformer built from a ModelConfig
+    floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text
+                                            work on models: edit, measure, read, feed
+    floor 5  training                       the training loop
+    floor 6  vision                         lesson 13's grid models and their training
+    floor 7  plots, widgets                 figures and explorers
+    floor 8  __init__                       this namespace
+
+checks/ stands apart: the homework checks keep their own references and import nothing from the
+rest of the package (a check that called the package would agree with its bugs).
 """
 
 # First of all: fix the math libraries' code path before anything computes (see session.py).
@@ -17,8 +36,9 @@ from .session import pin_numerics as _pin_numerics
 _pin_numerics()
 
 from .attention import attention, causal_mask
-from .attention_positions import (alibi_bias, alibi_slopes, attention_at_offset, attention_beyond, attention_entropy,
-                                  RelativeBias)
+from .attention_positions import (attention_at_offset, attention_beyond, attention_entropy, offset_head,
+                                  OffsetHead)
+from .biases import alibi_bias, alibi_slopes, RelativeBias
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
 from .combine import (block_parameters, cosine_spread, effective_rank, nearest_token_accuracy, principal_angles,
@@ -27,27 +47,26 @@ from .decomposition import (four_term_decomposition, FourTerms, model_four_terms
                             offset_dependence, offset_only_r2, offset_profile, offset_pull)
 from .display import rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
-from .extension import (angle_coverage, rope_frequencies, with_rope_scaling, yarn_attention_scale,
-                        yarn_ramp)
+from .extension import angle_coverage, rope_frequencies, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
                      ResidualFeatures, steps_to_accuracy)
 from .learned import (add_learned_code, band_summary, cosine_similarity_matrix, far_similarity,
                       initialise_table, neighbour_similarity, relative_movement, weight_back)
+from .model_edits import convert_rope_layout, with_rope_scaling
 from .models import count_parameters, ModelConfig, TinyTransformer
 from .naive import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
 from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_curves, matrix_heatmap,
                     similarity_vs_offset)
 from .probes import linear_probe, logistic_probe, variance_explained
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
-from .rope import (convert_rope_layout, rope_decay_bound, rope_decode_step, rope_permutation,
-                   rope_rotate)
+from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
 from .text import (load_text_corpus, loss_by_position, text_batch,
                    text_windows)
 from .training import accuracy_by_position, evaluate, train
-from .vision import (evaluate_vit, grid_positions, load_digits_patches, patchify, resize_table,
-                     rope_rotate_2d, sinusoidal_encoding_2d, TinyViT, train_vit, vit_features)
+from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
+from .vision import evaluate_vit, load_digits_patches, TinyViT, train_vit, vit_features
 
 __all__ = [
     "accuracy_by_position",
@@ -106,11 +125,13 @@ __all__ = [
     "normalised_encoding",
     "offset_argmax_share",
     "offset_dependence",
+    "offset_head",
     "offset_matrix",
     "offset_only_r2",
     "offset_profile",
     "offset_pull",
     "offset_similarity",
+    "OffsetHead",
     "one_hot_encoding",
     "pair_columns",
     "patchify",

@@ -1,95 +1,23 @@
-"""Position inside attention instead of at the input: RoPE, ALiBi and a learned relative bias.
+"""Where attention goes: measurements of a head's weights by offset (lessons 10–12).
 
-- RoPE (Su et al. 2021) rotates each query and key by its own position with lesson 04's
-  rotations: (M_t q)·(M_s k) = q·M_{s-t} k, so the score sees only the offset s − t. It lives in
-  course_utils/rope.py (rope_rotate is also importable from here).
-- ALiBi (Press et al. 2022) adds a fixed penalty −m_h·|t − s| to head h's logits.
-- A relative bias (Raffel et al. 2020, T5; after Shaw et al. 2018, who learn a vector per offset)
-  adds a learned number per head and per offset s − t, offsets beyond ±max_distance sharing the
-  end values.
+The codes that act inside attention live below the models: RoPE in course_utils/rope.py
+(Su et al. 2021), ALiBi and the learned relative bias in course_utils/biases.py.
 
 ``attention_at_offset``, ``attention_beyond`` and ``attention_entropy`` measure where a head
 looks at lengths it never trained on: its weight on the key a given number of steps back, its
 share of weight on keys more than a given distance back, and how spread its weights are.
+``offset_head`` finds, in a trained model, the head that attends to a given offset (lesson 11's
+previous-token head, lesson 12's copy head); the lessons and their claims tests call it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
-from torch import nn
 
 from . import _validate
-from .rope import rope_rotate  # noqa: F401  (RoPE lives in rope.py; kept importable from here)
-
-
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """ALiBi's per-head slopes (Press et al. 2022), as in their reference code. Returns [n_heads].
-
-    Heads are numbered h = 1 .. H. For H a power of two, m_h = 2^(-8h/H): a geometric sequence
-    from 2^(-8/H) down to 2^(-8) (H = 8: 1/2, 1/4, ..., 1/256). For other H, the reference
-    takes the slopes of the closest lower power of two P, then every other slope of 2P, in
-    order, until there are H: H = 6 gives [1/4, 1/16, 1/64, 1/256] + [1/2, 1/8].
-    """
-    n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
-    _validate.size_budget(n_heads, "n_heads")
-    power = 1 << (n_heads.bit_length() - 1)  # the closest power of two <= n_heads
-    slopes = 2.0 ** (-8.0 * torch.arange(1, power + 1, dtype=torch.float64) / power)
-    if power == n_heads:
-        return slopes
-    extra = 2.0 ** (-8.0 * torch.arange(1, 2 * power + 1, 2, dtype=torch.float64) / (2 * power))
-    return torch.cat([slopes, extra[: n_heads - power]])
-
-
-def checked_slopes(slopes, n_heads: int, name: str = "slopes") -> tuple[float, ...]:
-    """``slopes`` (a sequence or 1-D tensor of n_heads positive reals) as a tuple of floats."""
-    if isinstance(slopes, torch.Tensor):
-        if slopes.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, one slope per head, got shape {tuple(slopes.shape)}")
-        slopes = slopes.tolist()
-    if isinstance(slopes, (str, bytes)) or not isinstance(slopes, (tuple, list)):
-        raise TypeError(f"{name} must be a tuple of numbers, one per head, got {type(slopes).__name__}")
-    if len(slopes) != n_heads:
-        raise ValueError(f"{name} must hold one slope per head ({n_heads}), got {len(slopes)}")
-    return tuple(_validate.real(m, f"every entry of {name}", positive=True) for m in slopes)
-
-
-def alibi_bias(n: int, n_heads: int, *, slopes=None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The ALiBi logit bias −m_h·|t − s| for query t and key s. Returns [n_heads, n, n].
-
-    The slopes m_1 .. m_H are alibi_slopes(n_heads) unless ``slopes`` (n_heads positive
-    numbers) is given. With a causal mask only s ≤ t is used: ALiBi's original −m_h·(t − s).
-    """
-    n = _validate.integer(n, "n", minimum=1)
-    dtype = _validate.float_dtype(dtype)
-    n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
-    _validate.size_budget(n * n * n_heads, "the ALiBi bias [n_heads, n, n]")
-    if slopes is None:
-        m = alibi_slopes(n_heads)
-    else:
-        m = torch.tensor(checked_slopes(slopes, n_heads), dtype=torch.float64)
-    distance = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs().to(torch.float64)
-    return (-m[:, None, None] * distance).to(dtype)
-
-
-class RelativeBias(nn.Module):
-    """A learned logit bias per head and per offset s − t, clipped to ±max_distance.
-
-    forward(n) → [n_heads, n, n]. Parameters: n_heads × (2·max_distance + 1) numbers, whatever n is.
-    """
-
-    def __init__(self, n_heads: int, max_distance: int = 8):
-        super().__init__()
-        self.n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
-        self.max_distance = _validate.integer(max_distance, "max_distance", minimum=1)
-        _validate.size_budget(self.n_heads * (2 * self.max_distance + 1), "the table [n_heads, 2·max_distance + 1]")
-        self.values = nn.Parameter(torch.zeros(self.n_heads, 2 * self.max_distance + 1))
-
-    def forward(self, n: int) -> torch.Tensor:
-        n = _validate.integer(n, "n", minimum=1)
-        _validate.size_budget(self.n_heads * n * n, "the bias [n_heads, n, n]")
-        offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # [n, n]: s − t
-        index = offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
-        return self.values[:, index]
+from .models import TinyTransformer
 
 
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
@@ -140,3 +68,49 @@ def attention_beyond(weights: torch.Tensor, distance: int) -> torch.Tensor:
     distance = min(_validate.integer(distance, "distance", minimum=0), n)  # n or more: no key that far
     far = (torch.arange(n)[:, None] - torch.arange(n)[None, :]) > distance  # [n, n]: t − s > distance
     return (weights * far.to(weights.dtype)).sum(dim=-1)
+
+
+@dataclass(frozen=True)
+class OffsetHead:
+    """The head of one layer that puts the most weight on the key ``offset`` steps back.
+
+    head: its index h; weights [n, n]: its attention on the tokens (averaged over the batch);
+    on_offset [n]: its weight on key t − offset at each query t (0 where there is none);
+    score: the mean of on_offset over the queries it was chosen on."""
+
+    head: int
+    weights: torch.Tensor
+    on_offset: torch.Tensor
+    score: float
+
+
+def offset_head(model: TinyTransformer, tokens: torch.Tensor, offset: int, *, layer: int = 0,
+                queries: range | None = None) -> OffsetHead:
+    """Find a model's "offset head": run ``model`` on ``tokens`` [batch, n], average layer
+    ``layer``'s attention over the batch, and pick the head with the largest mean weight on key
+    t − ``offset`` over the query positions ``queries`` (default offset .. n − 1, every query
+    that has such a key). Lesson 11's "weight on t − 1" is ``offset_head(model, tokens, 1).score``;
+    lesson 12's copy head is ``offset_head(model, tokens, K, queries=range(K, L))``, and
+    ``attention_entropy(head.weights)`` how spread it is at each query.
+    """
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if model.config.n_layers == 0:
+        raise ValueError("model has no attention layer (n_layers = 0)")
+    if isinstance(tokens, torch.Tensor) and tokens.ndim == 2 and tokens.shape[0] == 0:
+        raise ValueError("tokens must hold at least one sequence [batch >= 1, n] to average over")
+    layer = _validate.integer(layer, "layer", minimum=0, maximum=model.config.n_layers - 1)
+    with torch.no_grad():  # the model checks tokens: ids [batch, n] of its vocabulary
+        weights = model(tokens, details=True).attention_weights[layer].mean(0)  # [heads, n, n]
+    n = weights.shape[-1]
+    offset = _validate.integer(offset, "offset", minimum=0, maximum=n - 1)
+    if queries is None:
+        queries = range(offset, n)
+    if not isinstance(queries, range) or len(queries) == 0 or queries.start < offset or queries.stop > n \
+            or queries.step < 1:
+        raise ValueError(f"queries must be a non-empty range of query positions within {offset} .. {n - 1} "
+                         f"(each needs a key {offset} steps back), got {queries!r}")
+    on_offset = attention_at_offset(weights, offset)
+    means = on_offset[:, queries.start:queries.stop:queries.step].mean(1)
+    head = int(means.argmax())
+    return OffsetHead(head, weights[head], on_offset[head], means[head].item())

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import torch
 
 from . import _validate
+from .models import INPUT_CODES, TinyTransformer
 
 
 class FourTerms(NamedTuple):
@@ -79,12 +80,10 @@ def model_four_terms(model, tokens: torch.Tensor, *, head: int = 0) -> FourTerms
     biases go with the token side. Each term is divided by √d_head, so the four add up to the
     model's own attention logits. tokens: [n] (one sequence). Returns FourTerms [n, n].
     """
-    from .models import TinyTransformer
 
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     config = model.config
-    from .models import INPUT_CODES
 
     if config.position not in INPUT_CODES or config.combine != "add":
         raise ValueError('model must add an input position code (e.g. position="sinusoidal", combine="add")')

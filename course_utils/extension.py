@@ -19,7 +19,6 @@ tests/test_extension.py checks.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -171,30 +170,3 @@ def yarn_attention_scale(factor: float) -> float:
     """
     factor = _factor(factor)
     return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
-
-
-def with_rope_scaling(model, scaling: str | None, *, factor: float = 1.0, original_max_len: int | None = None,
-                      beta_fast: float = 32.0, beta_slow: float = 1.0):
-    """A copy of a trained position="rope" TinyTransformer, same weights, with ``scaling`` applied.
-
-    No retraining: only the frequencies (and, for "yarn", the attention temperature) change. The
-    copy can be fine-tuned like any model; ``model`` itself is not changed. scaling=None gives
-    plain RoPE back. original_max_len: the training length L ("dynamic" and "yarn" need it).
-    beta_fast, beta_slow: YaRN's thresholds in turns within L (see yarn_ramp), "yarn" only.
-    """
-    from .models import TinyTransformer  # models uses this module: import here, not at the top
-
-    if not isinstance(model, TinyTransformer):
-        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
-    if model.config.position != "rope":
-        raise ValueError(f'model must use position="rope", got position="{model.config.position}"')
-    scaling, factor, original_max_len = check_scaling(scaling, factor, original_max_len,
-                                                      model.config.d_model // model.config.n_heads,
-                                                      (beta_fast, beta_slow))[:3]
-    config = dataclasses.replace(model.config, rope_scaling=scaling, rope_factor=factor,
-                                 rope_original_max_len=original_max_len, rope_beta_fast=beta_fast,
-                                 rope_beta_slow=beta_slow)
-    scaled = TinyTransformer(config)
-    scaled.load_state_dict(model.state_dict())
-    scaled.train(model.training)
-    return scaled

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import _validate
+from .models import LearnedPosition, TinyTransformer
 
 
 def add_learned_code(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
@@ -104,7 +105,6 @@ def initialise_table(model, *, std: float, seed: int, table: str = "position") -
     tokens); the model's position table starts at BERT's std 0.02, and BERT draws its token
     table at 0.02 too. Lesson 07 compares these starts.
     """
-    from .models import LearnedPosition, TinyTransformer
 
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
@@ -145,7 +145,6 @@ def weight_back(model, tokens: torch.Tensor, back: int = 1) -> torch.Tensor:
     Returns [n_layers, n_heads]. A head that looks exactly one step back has 1.0 at back = 1;
     a head that spreads its weight evenly over n keys has about 1/n.
     """
-    from .models import TinyTransformer
 
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")

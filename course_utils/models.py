@@ -23,7 +23,7 @@ from torch import nn
 
 from . import _validate
 from .attention import causal_mask, scaled_dot_product
-from .attention_positions import RelativeBias, alibi_bias, checked_slopes
+from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS, sinusoidal_encoding
 from .extension import check_scaling, rope_frequencies, yarn_attention_scale
 from .naive import integer_encoding, normalised_encoding

@@ -9,6 +9,7 @@ import torch
 from matplotlib.axes import Axes
 
 from . import _validate
+from .decomposition import FourTerms
 
 
 def _axes(ax):
@@ -142,7 +143,6 @@ def four_term_heatmaps(terms, *, title: str, xlabel: str = "key position s", yla
     Diverging map (RdBu) centred on 0, so a term's contribution can be compared across panels.
     Returns the matplotlib Figure.
     """
-    from .decomposition import FourTerms
 
     if not isinstance(terms, FourTerms):
         raise TypeError(f"terms must be a FourTerms (from four_term_decomposition), got {type(terms).__name__}")

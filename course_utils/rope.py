@@ -7,7 +7,8 @@ Row t of a query or key is turned by lesson 04's M_t, one 2x2 block per pair of 
 Two pairings are in use. "interleaved" pairs features (2i, 2i+1) (Su et al., GPT-J, Meta's
 complex-number code); "halves" pairs i with i + r/2 (GPT-NeoX, Hugging Face's rotate_half). They
 are the same rotation under a fixed permutation of the features (``rope_permutation``), so a model
-converts from one to the other by permuting the rows of W_q and W_k (``convert_rope_layout``).
+converts from one to the other by permuting the rows of W_q and W_k
+(``convert_rope_layout``, in course_utils/model_edits.py).
 
 Direction: Su et al.'s R(tθ) = [[cos, −sin], [sin, cos]] is M_{−t}. So Hugging Face's Llama
 ``apply_rotary_pos_emb`` at positions p equals ``rope_rotate(x, positions=-p, layout="halves")``;
@@ -16,14 +17,12 @@ both directions give offset-only scores.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from . import _validate
 from .attention import attention
 from . import encodings
-from .encodings import LAYOUTS, _positions, pair_columns
+from .encodings import LAYOUTS, _positions
 
 
 def _rotary_dim(rotary_dim, d: int) -> int:
@@ -33,6 +32,29 @@ def _rotary_dim(rotary_dim, d: int) -> int:
     if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > d:
         raise ValueError(f"rotary_dim must be a positive even number at most the width {d}, got {rotary_dim}")
     return rotary_dim
+
+
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "interleaved",
+                 rotary_dim: int | None = None) -> torch.Tensor:
+    """RoPE's one operation: turn feature pair i of every row t of ``x`` [..., n, d] by its angle.
+
+    cos, sin [n, r/2]: the cosine and sine of each row's angle for each of the r/2 pairs (r =
+    rotary_dim, default d). Pair (a, b) becomes (a cos + b sin, −a sin + b cos), lesson 04's
+    M_t; features r .. d−1 pass through. layout="interleaved" pairs features (2i, 2i+1),
+    "halves" pairs i with i + r/2. 1-D RoPE, axial 2-D RoPE and the scaled variants differ only in
+    how they make the angles (``rope_rotate``, ``grid_codes.rope_rotate_2d``). No argument checks
+    and no in-place writes, so it runs under torch.func.vmap; the public functions check.
+    Returns a tensor shaped like x.
+    """
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    cos, sin = cos.to(x.dtype).to(x.device), sin.to(x.dtype).to(x.device)
+    if layout == "interleaved":
+        a, b = x[..., 0:r:2], x[..., 1:r:2]
+        turned = torch.stack([cos * a + sin * b, -sin * a + cos * b], dim=-1).flatten(-2)
+    else:
+        a, b = x[..., : r // 2], x[..., r // 2 : r]
+        turned = torch.cat([cos * a + sin * b, -sin * a + cos * b], dim=-1)
+    return turned if r == x.shape[-1] else torch.cat([turned, x[..., r:]], dim=-1)
 
 
 def rope_rotate(x: torch.Tensor, *, positions: torch.Tensor | None = None, base: float = 10_000.0,
@@ -45,7 +67,8 @@ def rope_rotate(x: torch.Tensor, *, positions: torch.Tensor | None = None, base:
     are left as they are. layout="interleaved" pairs features (2i, 2i+1), "halves" pairs i with
     i + r/2. positions: a 1-D tensor with one real position per row (default 0 .. n−1).
     frequencies: [r/2] positive ω_i to use instead of base's (e.g. lesson 12's rope_frequencies).
-    Returns a tensor shaped like x.
+    The angles t·ω_i are made in float64; ``rotate_pairs`` turns the pairs. Returns a tensor
+    shaped like x.
     """
     x = _validate.float_tensor(x, "x", min_dims=2)
     n, d = x.shape[-2], x.shape[-1]
@@ -69,14 +92,7 @@ def rope_rotate(x: torch.Tensor, *, positions: torch.Tensor | None = None, base:
             raise ValueError(f"frequencies must be {r // 2} positive numbers, one per pair of the {r} turned "
                              f"features (rotary_dim; shape [{r // 2}]), got shape {tuple(frequencies.shape)}")
     angles = positions.detach().to(torch.float64)[:, None] * frequencies.detach().to(torch.float64)[None, :]
-    cos = torch.cos(angles).to(x.dtype).to(x.device)  # [n, r/2]
-    sin = torch.sin(angles).to(x.dtype).to(x.device)
-    first, second = pair_columns(r, layout)
-    a, b = x[..., first], x[..., second]
-    rotated = x.clone()
-    rotated[..., first] = cos * a + sin * b
-    rotated[..., second] = -sin * a + cos * b
-    return rotated
+    return rotate_pairs(x, torch.cos(angles), torch.sin(angles), layout=layout, rotary_dim=r)
 
 
 def rope_permutation(d_head: int, *, rotary_dim: int | None = None) -> torch.Tensor:
@@ -90,39 +106,6 @@ def rope_permutation(d_head: int, *, rotary_dim: int | None = None) -> torch.Ten
     d_head = _validate.d_model(d_head, "d_head")
     r = _rotary_dim(rotary_dim, d_head)
     return torch.cat([torch.arange(0, r, 2), torch.arange(1, r, 2), torch.arange(r, d_head)])
-
-
-def convert_rope_layout(model, layout: str, *, permute: bool = True):
-    """A copy of a RoPE TinyTransformer that uses ``layout``, with the same scores if permute=True.
-
-    Each head's query and key rows of every attention layer are permuted with rope_permutation
-    (or its inverse), so the logits are unchanged. permute=False only switches the layout, as a
-    port that forgets the permutation does. ``model`` itself is not changed.
-    """
-    from .models import TinyTransformer  # models uses rope_rotate: import here, not at the top
-
-    if not isinstance(model, TinyTransformer):
-        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
-    if model.config.position != "rope":
-        raise ValueError(f'model must use position="rope", got position="{model.config.position}"')
-    layout = _validate.choice(layout, "layout", LAYOUTS)
-    permute = _validate.flag(permute, "permute")
-    config = dataclasses.replace(model.config, rope_layout=layout)
-    converted = TinyTransformer(config)
-    converted.load_state_dict(model.state_dict())
-    n_heads, d_model = config.n_heads, config.d_model
-    d_head = d_model // n_heads
-    order = torch.arange(d_head)
-    if permute and layout != model.config.rope_layout:
-        perm = rope_permutation(d_head)
-        order = perm if layout == "halves" else torch.argsort(perm)
-    rows = (torch.arange(2 * n_heads)[:, None] * d_head + order[None, :]).reshape(-1)  # q and k rows
-    with torch.no_grad():
-        for block in converted.blocks:
-            qkv = block.attention.qkv
-            qkv.weight[: 2 * d_model] = qkv.weight[rows].clone()
-            qkv.bias[: 2 * d_model] = qkv.bias[rows].clone()
-    return converted
 
 
 def rope_decode_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache_k: torch.Tensor | None = None,

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from . import _validate
+from .models import TinyTransformer
 from .tasks import Batch
 
 UNKNOWN = 0  # the id of every character outside the vocabulary
@@ -220,7 +221,6 @@ def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 
     only the last c of them, t − c + 1 .. t, numbered 0 .. c − 1 (a sliding window): for t < c
     nothing changes; beyond, whatever lies further back is cut off.
     """
-    from .models import TinyTransformer
 
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from course_utils import ModelConfig, TinyTransformer, count_parameters, offset_dependence
-from course_utils.attention_positions import (RelativeBias, alibi_bias, alibi_slopes, attention_at_offset,
-                                             attention_beyond)
+from course_utils.attention_positions import attention_at_offset, attention_beyond
+from course_utils.biases import RelativeBias, alibi_bias, alibi_slopes
 from course_utils.models import ATTENTION_CODES, POSITIONS
 
 
@@ -133,3 +133,29 @@ def test_integer_code_is_visible_through_layernorm():
     model = TinyTransformer(ModelConfig(vocab_size=6, d_model=8, position="integer"))
     code = model.position(4)
     assert (norm(x + code) - norm(x)).abs().max() > 1e-3
+
+
+def test_offset_head_picks_the_head_with_the_most_weight_on_the_offset():
+    from course_utils import offset_head
+
+    model = TinyTransformer(ModelConfig(vocab_size=8, n_heads=4, d_model=16, position="rope", causal=True), seed=1)
+    tokens = torch.randint(0, 8, (5, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        weights = model(tokens, details=True).attention_weights[0].mean(0)
+    on_two = attention_at_offset(weights, 2)
+    found = offset_head(model, tokens, 2)
+    assert found.head == int(on_two[:, 2:].mean(1).argmax())
+    assert torch.equal(found.weights, weights[found.head]) and torch.equal(found.on_offset, on_two[found.head])
+    assert found.score == on_two[found.head, 2:].mean().item()
+    narrow = offset_head(model, tokens, 2, queries=range(5, 9))
+    assert narrow.score == on_two[narrow.head, 5:9].mean().item() == on_two[:, 5:9].mean(1).max().item()
+
+
+@pytest.mark.parametrize("queries", [range(0, 4), range(3, 13), range(3, 3), [3, 4]])
+def test_offset_head_refuses_queries_without_a_key_at_the_offset(queries):
+    from course_utils import offset_head
+
+    model = TinyTransformer(ModelConfig(vocab_size=8, n_heads=2, d_model=16, position="rope"), seed=0)
+    tokens = torch.zeros(2, 12, dtype=torch.long)
+    with pytest.raises(ValueError, match="queries"):
+        offset_head(model, tokens, 2, queries=queries)

@@ -10,7 +10,7 @@ of the lesson, with a margin.
 import pytest
 import torch
 
-from course_utils import ModelConfig, TinyTransformer, attention_at_offset, convert_rope_layout, evaluate, train
+from course_utils import ModelConfig, TinyTransformer, convert_rope_layout, evaluate, offset_head, train
 
 SEEDS = (3, 4, 5)
 PROBE = torch.randint(0, 8, (64, 16), generator=torch.Generator().manual_seed(7))
@@ -29,9 +29,7 @@ def _accuracy(model) -> float:
 
 
 def _weight_on_previous(model) -> float:
-    with torch.no_grad():
-        weights = model(PROBE, details=True).attention_weights[0].mean(0)
-    return attention_at_offset(weights, 1)[:, 1:].mean(1).max().item()
+    return offset_head(model, PROBE, 1).score
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ steps at 4L. Every assertion is a statement of the lesson, with a margin.
 import pytest
 import torch
 
-from course_utils import (ModelConfig, TinyTransformer, attention_at_offset, attention_entropy, evaluate, train,
+from course_utils import (ModelConfig, TinyTransformer, attention_entropy, evaluate, offset_head, train,
                           with_rope_scaling)
 
 SEEDS = (3, 4, 5)
@@ -44,12 +44,9 @@ def test_plain_rope_is_exact_within_L_and_degrades_past_it(models, seed):
     assert at[L] >= 0.98
     assert 0.6 < at[2 * L] < 0.95 and at[4 * L] < at[2 * L] - 0.1 and at[4 * L] > 3 * CHANCE
     probe = torch.randint(0, 16, (64, 4 * L), generator=torch.Generator().manual_seed(7))
-    with torch.no_grad():
-        weights = model(probe, details=True).attention_weights[0].mean(0)
-    on_k = attention_at_offset(weights, K)
-    head = on_k[:, K:L].mean(1).argmax()
-    assert on_k[head, K:L].mean() > 0.8 and on_k[head, L:].mean() < 0.75 * on_k[head, K:L].mean()
-    spread = attention_entropy(weights[head])
+    head = offset_head(model, probe, K, queries=range(K, L))
+    assert head.score > 0.8 and head.on_offset[L:].mean() < 0.75 * head.score
+    spread = attention_entropy(head.weights)
     assert spread[L:].mean() > 1.5 * spread[K:L].mean(), "attention spreads past L"
 
 

@@ -55,6 +55,7 @@ from matplotlib.figure import Figure  # noqa: E402
 import course_utils as cu  # noqa: E402
 from course_utils import _validate  # noqa: E402
 from course_utils import widgets  # noqa: E402
+from course_utils.attention_positions import OffsetHead  # noqa: E402
 from course_utils.combine import Recovery  # noqa: E402
 from course_utils.decomposition import FourTerms  # noqa: E402
 from course_utils.layers import LayerProfile, ResidualFeatures  # noqa: E402
@@ -74,7 +75,7 @@ LARGE = 50_000  # a length that passes a one-dimensional budget but not a square
 EXAMPLES = 25
 
 # The plain result containers: built by the library and handed back, not validated on construction.
-RECORDS = {"FourTerms", "LayerProfile", "Recovery", "ResidualFeatures"}
+RECORDS = {"FourTerms", "LayerProfile", "OffsetHead", "Recovery", "ResidualFeatures"}
 
 
 # --- limits: time and memory -----------------------------------------------------------------------
@@ -981,6 +982,15 @@ CASES: dict[str, Case] = {
                               lambda kw, out: shape_is(*kw["weights"].shape[:-1])(out)),
     "attention_heatmap": Case(_heatmap_kwargs(), dict(weights=ANY, labels=ANY, title=Text(), ax=AxesOrNone()),
                               lambda kw, out: isinstance(out, Axes), examples=10),
+    "offset_head": Case(
+        models.filter(lambda m: m.config.n_layers > 0).flatmap(
+            lambda m: tokens_for(m).flatmap(lambda tokens: st.fixed_dictionaries(dict(
+                model=st.just(m), tokens=st.just(tokens), offset=st.integers(0, tokens.shape[1] - 1),
+                layer=st.integers(0, m.config.n_layers - 1))))),
+        dict(model=MODEL, tokens=ANY, offset=Int(0), layer=Int(0), queries=ANY),
+        lambda kw, out: isinstance(out, OffsetHead) and 0 <= out.head < kw["model"].config.n_heads
+        and out.weights.shape == (kw["tokens"].shape[1],) * 2 and out.on_offset.shape == (kw["tokens"].shape[1],)
+        and 0 <= out.score <= 1 + 1e-6, partners=("model", "tokens")),
     "attention_to_first": Case(
         models.flatmap(lambda m: st.fixed_dictionaries(dict(model=st.just(m), tokens=tokens_for(m),
                                                              layer=st.integers(0, m.config.n_layers - 1)))),
@@ -1284,7 +1294,8 @@ CASES: dict[str, Case] = {
 
 # --- lesson 13: positions on a grid (course_utils.vision) ------------------------------------------
 
-from course_utils.vision import GRID_CODES, RESIZE_MODES, DigitPatches, TinyViT  # noqa: E402
+from course_utils.grid_codes import RESIZE_MODES  # noqa: E402
+from course_utils.vision import GRID_CODES, DigitPatches, TinyViT  # noqa: E402
 
 
 def _vit(position="learned", **overrides) -> TinyViT:

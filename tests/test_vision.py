@@ -155,13 +155,14 @@ def test_rope_vit_sees_offsets_only():
     patches = torch.randn(3, 16, 4, dtype=torch.float64)
     rows, cols = grid_positions(4, 4)
     shifted = model.rotary()  # positions (row, col); compare with (row + 3, col − 2) by hand
-    from course_utils.vision import _rope_2d_tables, _rotate_pairs
-    cos, sin = _rope_2d_tables(rows + 3.0, cols - 2.0, 16, model.base)
+    from course_utils.grid_codes import rope_tables_2d
+    from course_utils.rope import rotate_pairs
+    cos, sin = rope_tables_2d(rows + 3.0, cols - 2.0, 16, model.base)
     x = model.patch_embedding(patches)
     a, b = x, x
     for block in model.blocks:
         a = block(a, None, None, shifted)[0]
-        b = block(b, None, None, lambda t: _rotate_pairs(t, cos, sin))[0]
+        b = block(b, None, None, lambda t: rotate_pairs(t, cos, sin))[0]
     assert torch.allclose(a, b, atol=1e-10)
 
 

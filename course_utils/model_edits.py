@@ -1,0 +1,78 @@
+"""Changing a trained model without retraining it: RoPE's pair layout and RoPE's scaling rule.
+
+Each function takes a trained TinyTransformer and returns a copy with the same weights (the
+original is not changed), so these operations sit above the models they change:
+
+- ``convert_rope_layout`` (lesson 11): interleaved ↔ halves pairs, permuting the rows of W_q and
+  W_k so that every score stays the same (or not, to show what a port that forgets does).
+- ``with_rope_scaling`` (lesson 12): position interpolation, NTK-aware, dynamic or YaRN
+  frequencies for a model trained with plain RoPE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from . import _validate
+from .encodings import LAYOUTS
+from .extension import check_scaling
+from .models import TinyTransformer
+from .rope import rope_permutation
+
+
+def convert_rope_layout(model, layout: str, *, permute: bool = True):
+    """A copy of a RoPE TinyTransformer that uses ``layout``, with the same scores if permute=True.
+
+    Each head's query and key rows of every attention layer are permuted with rope_permutation
+    (or its inverse), so the logits are unchanged. permute=False only switches the layout, as a
+    port that forgets the permutation does. ``model`` itself is not changed.
+    """
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if model.config.position != "rope":
+        raise ValueError(f'model must use position="rope", got position="{model.config.position}"')
+    layout = _validate.choice(layout, "layout", LAYOUTS)
+    permute = _validate.flag(permute, "permute")
+    config = dataclasses.replace(model.config, rope_layout=layout)
+    converted = TinyTransformer(config)
+    converted.load_state_dict(model.state_dict())
+    n_heads, d_model = config.n_heads, config.d_model
+    d_head = d_model // n_heads
+    order = torch.arange(d_head)
+    if permute and layout != model.config.rope_layout:
+        perm = rope_permutation(d_head)
+        order = perm if layout == "halves" else torch.argsort(perm)
+    rows = (torch.arange(2 * n_heads)[:, None] * d_head + order[None, :]).reshape(-1)  # q and k rows
+    with torch.no_grad():
+        for block in converted.blocks:
+            qkv = block.attention.qkv
+            qkv.weight[: 2 * d_model] = qkv.weight[rows].clone()
+            qkv.bias[: 2 * d_model] = qkv.bias[rows].clone()
+    return converted
+
+
+def with_rope_scaling(model, scaling: str | None, *, factor: float = 1.0, original_max_len: int | None = None,
+                      beta_fast: float = 32.0, beta_slow: float = 1.0):
+    """A copy of a trained position="rope" TinyTransformer, same weights, with ``scaling`` applied.
+
+    No retraining: only the frequencies (and, for "yarn", the attention temperature) change. The
+    copy can be fine-tuned like any model; ``model`` itself is not changed. scaling=None gives
+    plain RoPE back. original_max_len: the training length L ("dynamic" and "yarn" need it).
+    beta_fast, beta_slow: YaRN's thresholds in turns within L (see yarn_ramp), "yarn" only.
+    """
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if model.config.position != "rope":
+        raise ValueError(f'model must use position="rope", got position="{model.config.position}"')
+    scaling, factor, original_max_len = check_scaling(scaling, factor, original_max_len,
+                                                      model.config.d_model // model.config.n_heads,
+                                                      (beta_fast, beta_slow))[:3]
+    config = dataclasses.replace(model.config, rope_scaling=scaling, rope_factor=factor,
+                                 rope_original_max_len=original_max_len, rope_beta_fast=beta_fast,
+                                 rope_beta_slow=beta_slow)
+    scaled = TinyTransformer(config)
+    scaled.load_state_dict(model.state_dict())
+    scaled.train(model.training)
+    return scaled
