@@ -554,7 +554,7 @@ def change_control(page, explorer, index: int) -> tuple[str, bool]:
     return pick_another_option(selects.first), False
 
 
-def drive(page, explorer, label: str, change) -> str:
+def drive(explorer, label: str, change) -> str:
     """Run ``change()`` (which acts on a control of ``explorer`` and returns what it did) and wait
     until the explorer redraws: within FIGURE_CHANGE_TIMEOUT_S its figure shows different image
     bytes and its line of numbers reads differently. Prints what was done (see it with -s)."""
@@ -592,7 +592,7 @@ def assert_figure_follows_control(page, explorer, index: int) -> bool:
         kinds.append(was_slider)
         return action
 
-    drive(page, explorer, f"explorer {index}", change)
+    drive(explorer, f"explorer {index}", change)
     return kinds[0]
 
 
@@ -607,7 +607,7 @@ def assert_every_control_drives_the_figure(page, explorer, name: str, controls: 
         f"{name} explorer: the page shows controls {kinds}, the explorer has {controls}")
     for i, (control_name, kind) in enumerate(controls):
         control = found.nth(i)
-        drive(page, explorer, f"{name} explorer, {kind} {control_name}", partial(change_once, page, control, kind))
+        drive(explorer, f"{name} explorer, {kind} {control_name}", partial(change_once, page, control, kind))
 
 
 def change_once(page, control, kind: str) -> str:
