@@ -14,11 +14,19 @@ BROWSER_LESSONS it
    says "Error displaying widget", and that every cell tagged "explorer" rendered exactly one
    `.course-explorer` box holding a figure (`<img>`) of non-zero size;
 5. moves each explorer's first slider (or, in an explorer without one, picks another dropdown
-   option) and asserts that the figure's image bytes change. At least one explorer per lesson
-   must have a slider.
+   option) and asserts that the figure's image bytes and the line of numbers under it change. At
+   least one explorer per lesson must have a slider.
 
-On failure a screenshot is saved to tests/artifacts/browser-<lesson>.png and the message names the
-JupyterLab server log.
+Every explorer (course_utils.widgets.EXPLORERS, the six of lessons 01, 03, 04, 05, 06 and 12) is
+then checked on its own, in a generated notebook (EXPLORER_NOTEBOOK, written into the same
+server's temporary directory) with one cell per explorer built with its default arguments: each
+renders, and each of its controls, in order, is driven once (a slider to its other end, another
+dropdown option, a checkbox toggled), and after every move the figure's bytes and the line of
+numbers change. The server, the browser and one kernel are shared by all six, which costs far less
+than opening each lesson.
+
+On failure a screenshot is saved to tests/artifacts/browser-<notebook>.png and the message names
+the JupyterLab server log.
 
 (COURSE_REQUIRE_BROWSER=1, set by .ci/run, turns these skips into failures.)
 It is skipped, with the reason, when chromium (COURSE_CHROMIUM, else /usr/bin/chromium, else
@@ -40,7 +48,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -74,6 +84,11 @@ RUN_ALL_TIMEOUT_S = 180
 WIDGETS_RENDER_TIMEOUT_S = 30
 FIGURE_CHANGE_TIMEOUT_S = 15
 
+# The generated notebook showing every explorer (see test_every_explorer_works_in_chromium).
+EXPLORER_NOTEBOOK = "every_explorer.ipynb"
+# The DOM classes of the controls an explorer may have (ipywidgets 8), by kind.
+CONTROL_CLASSES = {"slider": "widget-slider", "dropdown": "widget-dropdown", "checkbox": "widget-checkbox"}
+
 
 # --------------------------------------------------------------------------------------------
 # What to test
@@ -102,6 +117,40 @@ def read_expectations(path: Path) -> Expectations:
         n_explorers=sum("explorer" in t for t in tags),
         may_raise=frozenset(i for i, t in enumerate(tags) if "raises-exception" in t),
     )
+
+
+def control_kind(control) -> str:
+    """"slider", "dropdown" or "checkbox": how the browser test drives an explorer's control."""
+    import ipywidgets as widgets
+
+    for kind, cls in (("slider", (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider)),
+                      ("dropdown", widgets.Dropdown), ("checkbox", widgets.Checkbox)):
+        if isinstance(control, cls):
+            return kind
+    raise AssertionError(f"the browser test cannot drive a {type(control).__name__}; teach it how")
+
+
+def explorer_controls() -> dict[str, list[tuple[str, str]]]:
+    """Each explorer's controls, in the order the explorer shows them, as (name, kind)."""
+    from course_utils.widgets import EXPLORERS
+
+    return {name: [(control, control_kind(widget)) for control, widget in make().controls.items()]
+            for name, make in EXPLORERS.items()}
+
+
+def write_explorer_notebook(path: Path) -> list[str]:
+    """A notebook showing every explorer, one cell (tagged "explorer") each, after one import
+    cell; returns the explorers' names in the order of their cells."""
+    from course_utils.widgets import EXPLORERS
+
+    functions = [make.__name__ for make in EXPLORERS.values()]
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(f"from course_utils.widgets import {', '.join(functions)}")]
+    nb.cells += [nbformat.v4.new_code_cell(f"{function}()", metadata={"tags": ["explorer"]})
+                 for function in functions]
+    nbformat.write(nb, path)
+    return list(EXPLORERS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -390,6 +439,10 @@ async (img) => {
 """
 
 
+# The explorer's line of numbers: the last child of its box (header, controls, figure, readout).
+JS_READOUT = "(box) => box.lastElementChild.textContent"
+
+
 # --------------------------------------------------------------------------------------------
 # Steps of the test
 
@@ -481,6 +534,15 @@ def move_slider(page, handle) -> str:
     return f"slider moved from {before} to {slider_value(handle)} by dragging (the {key} key did nothing)"
 
 
+def pick_another_option(select) -> str:
+    """Select another option of a <select> (the second, or the first when the second is chosen)."""
+    current = select.evaluate("(s) => s.selectedIndex")
+    assert select.locator("option").count() > 1, "the dropdown has a single option"
+    choice = 1 if current == 0 else 0
+    select.select_option(index=choice)
+    return f"dropdown changed from option {current} to option {choice}"
+
+
 def change_control(page, explorer, index: int) -> tuple[str, bool]:
     """Move the explorer's first slider, or pick another option of its first dropdown.
     Returns (what was done, whether it was a slider)."""
@@ -489,37 +551,74 @@ def change_control(page, explorer, index: int) -> tuple[str, bool]:
         return move_slider(page, handles.first), True
     selects = explorer.locator("select")
     assert selects.count(), f"explorer {index} has neither a slider nor a dropdown to move"
-    select = selects.first
-    options = select.locator("option")
-    current = select.evaluate("(s) => s.selectedIndex")
-    assert options.count() > 1, f"explorer {index}: its dropdown has a single option"
-    choice = 1 if current == 0 else 0
-    select.select_option(index=choice)
-    return f"dropdown changed from option {current} to option {choice}", False
+    return pick_another_option(selects.first), False
+
+
+def drive(explorer, label: str, change) -> str:
+    """Run ``change()`` (which acts on a control of ``explorer`` and returns what it did) and wait
+    until the explorer redraws: within FIGURE_CHANGE_TIMEOUT_S its figure shows different image
+    bytes and its line of numbers reads differently. Prints what was done (see it with -s)."""
+    explorer.scroll_into_view_if_needed()
+    figure = explorer_figure(explorer)
+    before, readout = figure.evaluate(JS_FIGURE_STATE), explorer.evaluate(JS_READOUT)
+    assert readout.strip(), f"{label}: the explorer shows no line of numbers"
+    action = change()
+    deadline = time.monotonic() + FIGURE_CHANGE_TIMEOUT_S
+    figure_changed = False
+    while True:
+        if not figure_changed and figure.evaluate("(img) => img.src") != before["src"]:
+            figure.evaluate("(img) => img.decode()")
+            figure_changed = figure.evaluate(JS_FIGURE_STATE)["digest"] != before["digest"]
+        readout_changed = explorer.evaluate(JS_READOUT) != readout
+        if figure_changed and readout_changed:
+            print(f"{label}: {action}; the figure and the numbers changed")
+            return action
+        if time.monotonic() > deadline:
+            stale = " and ".join(what for what, changed in (("figure", figure_changed),
+                                                             ("line of numbers", readout_changed)) if not changed)
+            raise AssertionError(
+                f"{label}: {action}, but its {stale} did not change within {FIGURE_CHANGE_TIMEOUT_S} s "
+                "(its observe callback may have failed; see JupyterLab's Log Console)")
+        time.sleep(0.2)
 
 
 def assert_figure_follows_control(page, explorer, index: int) -> bool:
-    """Moving the explorer's control redraws its figure: within FIGURE_CHANGE_TIMEOUT_S the
-    figure shows different image bytes. Prints what was done (see it with -s); returns whether
-    the control was a slider."""
-    explorer.scroll_into_view_if_needed()
-    figure = explorer_figure(explorer)
-    before = figure.evaluate(JS_FIGURE_STATE)
-    action, was_slider = change_control(page, explorer, index)
-    deadline = time.monotonic() + FIGURE_CHANGE_TIMEOUT_S
-    while True:
-        now = figure.evaluate("(img) => img.src")
-        if now != before["src"]:
-            figure.evaluate("(img) => img.decode()")
-            after = figure.evaluate(JS_FIGURE_STATE)
-            if after["digest"] != before["digest"]:
-                print(f"explorer {index}: {action}; the figure changed")
-                return was_slider
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"explorer {index}: {action}, but its figure did not change within {FIGURE_CHANGE_TIMEOUT_S} s "
-                "(its observe callback may have failed; see JupyterLab's Log Console)")
-        time.sleep(0.2)
+    """Moving the explorer's first slider (or dropdown) redraws its figure and its numbers;
+    returns whether the control was a slider."""
+    kinds = []
+
+    def change() -> str:
+        action, was_slider = change_control(page, explorer, index)
+        kinds.append(was_slider)
+        return action
+
+    drive(explorer, f"explorer {index}", change)
+    return kinds[0]
+
+
+def assert_every_control_drives_the_figure(page, explorer, name: str, controls: list[tuple[str, str]]) -> None:
+    """The explorer shows exactly ``controls`` (name, kind), in order, and each of them, driven
+    once, redraws the figure and the numbers: a slider goes to its other end, a dropdown to
+    another option, a checkbox is toggled."""
+    found = explorer.locator(", ".join(f".{cls}" for cls in CONTROL_CLASSES.values()))
+    kinds = [next(kind for kind, cls in CONTROL_CLASSES.items() if cls in (found.nth(i).get_attribute("class") or ""))
+             for i in range(found.count())]
+    assert kinds == [kind for _, kind in controls], (
+        f"{name} explorer: the page shows controls {kinds}, the explorer has {controls}")
+    for i, (control_name, kind) in enumerate(controls):
+        control = found.nth(i)
+        drive(explorer, f"{name} explorer, {kind} {control_name}", partial(change_once, page, control, kind))
+
+
+def change_once(page, control, kind: str) -> str:
+    """Move a slider to its other end, pick another dropdown option or toggle a checkbox."""
+    if kind == "slider":
+        return move_slider(page, control.locator(".noUi-handle"))
+    if kind == "dropdown":
+        return pick_another_option(control.locator("select"))
+    box = control.locator("input[type=checkbox]")
+    box.click()
+    return f"checkbox {'ticked' if box.is_checked() else 'cleared'}"
 
 
 def save_screenshot(page, name: str) -> str:
@@ -533,33 +632,26 @@ def save_screenshot(page, name: str) -> str:
     return str(path)
 
 
-# --------------------------------------------------------------------------------------------
-# The test
-
-
-@pytest.mark.parametrize("lesson", lesson_paths(), ids=lambda p: p.stem)
-def test_lesson_explorers_work_in_chromium(lesson: Path, lab_server: LabServer, browser):
-    assert lesson.is_file(), f"{lesson} does not exist"
-    expected = read_expectations(lesson)
-    assert expected.n_explorers > 0, f"{lesson.name} has no cell tagged 'explorer'; nothing to check in the browser"
-    name = lesson.name
+@contextmanager
+def notebook_page(browser, server: LabServer, name: str, expected: Expectations):
+    """A page with notebook ``name`` open, every cell run cleanly and every explorer rendered;
+    yields the page's `.course-explorer` boxes. Any failure inside is reported with a screenshot,
+    the server log and the page's uncaught errors; the kernel is shut down at the end."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page_errors: list[str] = []
     page.on("pageerror", lambda err: page_errors.append(str(err)))
     started = time.monotonic()
     try:
-        open_notebook(page, lab_server, name)
+        open_notebook(page, server, name)
         report = run_all_cells(page, name)
         assert_cells_ran_cleanly(report, expected)
         assert_no_widget_errors(page)
         assert_explorers_render(page, expected)
-        explorers = page.locator(".course-explorer")
-        sliders = [assert_figure_follows_control(page, explorers.nth(i), i) for i in range(expected.n_explorers)]
-        assert any(sliders), "no explorer in this lesson has a slider; at least one must"
+        yield page, page.locator(".course-explorer")
         assert_no_widget_errors(page)
     except Exception as exc:
         shot = save_screenshot(page, name)
-        details = f"\n  screenshot: {shot}\n  JupyterLab log: {lab_server.log_path}"
+        details = f"\n  screenshot: {shot}\n  JupyterLab log: {server.log_path}"
         if page_errors:
             details += "\n  uncaught errors in the page: " + " | ".join(page_errors[-5:])
         details += f"\n  after {time.monotonic() - started:.1f} s in the browser"
@@ -570,3 +662,27 @@ def test_lesson_explorers_work_in_chromium(lesson: Path, lab_server: LabServer, 
         except Exception:
             pass
         page.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The tests
+
+
+@pytest.mark.parametrize("lesson", lesson_paths(), ids=lambda p: p.stem)
+def test_lesson_explorers_work_in_chromium(lesson: Path, lab_server: LabServer, browser):
+    assert lesson.is_file(), f"{lesson} does not exist"
+    expected = read_expectations(lesson)
+    assert expected.n_explorers > 0, f"{lesson.name} has no cell tagged 'explorer'; nothing to check in the browser"
+    with notebook_page(browser, lab_server, lesson.name, expected) as (page, explorers):
+        sliders = [assert_figure_follows_control(page, explorers.nth(i), i) for i in range(expected.n_explorers)]
+        assert any(sliders), "no explorer in this lesson has a slider; at least one must"
+
+
+def test_every_explorer_works_in_chromium(lab_server: LabServer, browser):
+    """All the explorers of course_utils.widgets, each with every control driven once."""
+    names = write_explorer_notebook(lab_server.root_dir / EXPLORER_NOTEBOOK)
+    controls = explorer_controls()
+    expected = Expectations(n_explorers=len(names), may_raise=frozenset())
+    with notebook_page(browser, lab_server, EXPLORER_NOTEBOOK, expected) as (page, explorers):
+        for i, name in enumerate(names):
+            assert_every_control_drives_the_figure(page, explorers.nth(i), name, controls[name])
