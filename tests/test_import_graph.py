@@ -134,6 +134,12 @@ def test_checks_import_nothing_from_the_rest_of_the_package():
     assert not leaks, "homework checks must keep independent references:\n" + "\n".join(leaks)
 
 
+def test_no_module_is_over_450_lines():
+    long = {str(path.relative_to(ROOT)): n for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > 450}
+    assert not long, f"split these modules (one concept each, under ~450 lines): {long}"
+
+
 def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     """The test above can fail: a floor-2 module that imported models would be named."""
     floors = _floors()

@@ -143,7 +143,7 @@ def test_every_public_name_is_what_a_lesson_uses():
     import course_utils
 
     text = "\n".join(cell.source for path in LESSONS for cell in nbformat.read(path, 4).cells)
-    text += "".join(p.read_text() for p in (ROOT / "course_utils").glob("widgets.py"))
+    text += "".join(p.read_text() for p in (ROOT / "course_utils" / "widgets").glob("*.py"))
     text += "".join(p.read_text() for p in (ROOT / "course_utils" / "checks").glob("*.py"))
     for name in course_utils.__all__:
         if isinstance(getattr(course_utils, name), type):
