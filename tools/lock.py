@@ -45,11 +45,13 @@ COMPILE = ["pip", "compile", "pyproject.toml", "--all-extras", "--universal", "-
 TORCH_INDEX_NAME = "pytorch-cpu"
 # What `make lab` installs, and so what Binder gets: the dependencies and these extras.
 BINDER_EXTRAS = ("lab",)
-# Binder's machine: Linux on x86-64, Python 3.11 (binder/runtime.txt), marker by marker.
+# Binder's machine, marker by marker: Linux on x86-64, Python 3.11 (binder/runtime.txt), which
+# repo2docker takes from conda-forge, its newest 3.11 release. The lock's pins differ only before
+# and after 3.11.5 (soupsieve), so 3.11.7, this machine's and CI's, stands for any newer one.
 BINDER_MARKERS = dict(sys_platform="linux", platform_system="Linux", platform_machine="x86_64",
                       os_name="posix", implementation_name="cpython",
                       platform_python_implementation="CPython", python_version=LOCK_PYTHON,
-                      python_full_version=f"{LOCK_PYTHON}.0")
+                      python_full_version=f"{LOCK_PYTHON}.7")
 
 
 def normal(name: str) -> str:
@@ -70,6 +72,52 @@ def uv_environment() -> dict[str, str]:
 
 def uv_executable() -> Path:
     return Path(sys.executable).with_name("uv")
+
+
+def torch_pin(text: str, platform: str = "linux") -> str:
+    """The lock's torch version for Linux (``platform="linux"``) or for every other platform."""
+    marker = f"sys_platform {'==' if platform == 'linux' else '!='} 'linux'"
+    pins = re.findall(rf"^torch==(\S+) ; {marker}$", text, flags=re.M)
+    assert len(pins) == 1, f"requirements.lock must pin torch once for {marker}, found {pins}"
+    return pins[0]
+
+
+def find_links() -> list[Path]:
+    """The local folders of wheels pip's configuration points to (its find-links), if any."""
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                            text=True, timeout=60).stdout
+    texts = re.findall(r"find-links='([^']*)'", listed) + [os.environ.get("PIP_FIND_LINKS", "")]
+    folders = [Path(word.removeprefix("file://")) for text in texts for word in text.split()]
+    return [folder for folder in dict.fromkeys(folders) if folder.is_dir()]
+
+
+def local_torch_wheels(version: str) -> list[Path]:
+    """Wheels of ``torch==version`` (e.g. 2.13.0+cpu) in pip's find-links folders."""
+    return sorted({wheel for folder in find_links() for wheel in folder.glob(f"torch-{version}-*.whl")})
+
+
+def torch_mirror(folder: Path, wheels: list[Path]) -> str:
+    """A local stand-in for PyTorch's CPU index in ``folder``: a PEP 503 page for torch that links
+    ``wheels`` (the very files PyTorch's index serves). Returns its file:// address."""
+    (folder / "torch").mkdir(parents=True, exist_ok=True)
+    links = []
+    for wheel in wheels:
+        (folder / "torch" / wheel.name).symlink_to(wheel)
+        links.append(f'<a href="{wheel.name.replace("+", "%2B")}">{wheel.name}</a><br>')
+    (folder / "torch" / "index.html").write_text(
+        "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n")
+    return folder.resolve().as_uri()
+
+
+def reachable(url: str, timeout: float = 10) -> bool:
+    """Whether ``url`` answers (PyTorch's index, from where the tests run)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def project_copy(folder: Path, index: str | None = None) -> Path:
