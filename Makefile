@@ -58,8 +58,8 @@ $(BIN)/python:
 # On Linux torch is installed first, alone (--no-deps: its dependencies come with the rest): the
 # lock's CPU build from a wheel pip's configuration already points to (find-links; no network),
 # else from TORCH_INDEX. The rest then comes from PyPI without PyTorch's index, which pip would
-# otherwise ask about every package (and, where it is unreachable, retry for each, ~8 s apiece).
-# On macOS and Windows the lock's torch is PyPI's ordinary wheel, a CPU build there.
+# otherwise ask about every package (and, where it is unreachable, retry for each: 7 s apiece
+# measured here). On macOS and Windows the lock's torch is PyPI's ordinary wheel, a CPU build.
 $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 ifeq ($(UNAME),Linux)
 	@test -n "$(TORCH_PIN)" || { echo "$(LOCK) has no torch pin for Linux: run 'make lock'"; exit 1; }
