@@ -60,7 +60,7 @@ def test_binder_requirements_are_the_locks_linux_pins_for_make_lab():
     assert pins["torch"] == "2.13.0+cpu" == lock["torch"]
     assert all(lock[name] == version for name, version in pins.items()), "every pin is the lock's"
     for needed in ("numpy", "matplotlib", "scikit-learn", "ipywidgets", "tqdm", "jupyterlab",
-                   "ipykernel", "nbformat", "nbclient", "jupyter-server", "tornado"):
+                   "ipykernel", "nbformat", "nbclient", "jupyter-server", "tornado", "notebook"):
         assert needed in pins, f"binder/requirements.txt lacks {needed}"
     for tool in NOT_ON_BINDER:
         assert tool not in pins, f"{tool} is an authoring or test tool: Binder does not get it"
@@ -240,15 +240,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_jupyterlab_starts_in_binders_environment(binder_build):
-    """The server Binder starts runs in this same environment: JupyterLab with its pinned
-    jupyter_server answers its status API and serves the lab page."""
+def test_the_server_starts_in_binders_environment_as_binder_starts_it(binder_build):
+    """Binder starts the server in this same environment, with repo2docker's command `jupyter
+    notebook` (Notebook 7 on jupyter_server); the launch links open JupyterLab (urlpath=lab). With
+    the pinned versions the server answers its status API and serves the lab page."""
     venv, work, env = binder_build["venv"], binder_build["work"], binder_build["env"]
     port, token = _free_port(), "binder-simulation"
-    log = work.parent / "jupyter-lab.log"
+    log = work.parent / "jupyter-server.log"
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [str(venv / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}",
+            [str(venv / "bin" / "jupyter"), "notebook", "--no-browser", "--allow-root", f"--port={port}",
              "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={work}"],
             cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -15,7 +15,8 @@ comments included; the lock is never edited by hand. The existing lock is uv's s
 every pin that still fits is kept (``--upgrade`` moves to the newest versions).
 
 binder/requirements.txt is what ``make lab`` installs on Linux x86-64 with Python 3.11 — the
-course's dependencies and its ``lab`` extra, with everything they need — at the lock's versions:
+course's dependencies and its ``lab`` extra, with everything they need — and Notebook 7, which
+repo2docker's image starts the server with, at the lock's versions:
 the lock's pins whose markers hold there, followed from pyproject's requirements through the
 lock's ``# via`` comments. It begins with PyTorch's CPU index as an extra index (pip needs it for
 ``torch==X+cpu``). repo2docker installs it with pip; tests/test_binder.py checks it is up to date
@@ -45,6 +46,11 @@ COMPILE = ["pip", "compile", "pyproject.toml", "--all-extras", "--universal", "-
 TORCH_INDEX_NAME = "pytorch-cpu"
 # What `make lab` installs, and so what Binder gets: the dependencies and these extras.
 BINDER_EXTRAS = ("lab",)
+# And the lock's version of what repo2docker's image already holds and starts the server with
+# (`jupyter notebook`, Notebook 7 on jupyter_server): pinned too, so that it agrees with the
+# pinned JupyterLab (each Notebook 7.x asks for one JupyterLab 4.x) instead of pip's leaving the
+# image's own version beside it.
+BINDER_SERVER = ("notebook",)
 # Binder's machine, marker by marker: Linux on x86-64, Python 3.11 (binder/runtime.txt), which
 # repo2docker takes from conda-forge, its newest 3.11 release. The lock's pins differ only before
 # and after 3.11.5 (soupsieve), so 3.11.7, this machine's and CI's, stands for any newer one.
@@ -171,7 +177,7 @@ def binder_pins(text: str) -> dict[str, str]:
     project = tomllib.loads(PYPROJECT.read_text())["project"]
     wanted = project["dependencies"] + [requirement for extra in BINDER_EXTRAS
                                         for requirement in project["optional-dependencies"][extra]]
-    roots = {normal(Requirement(requirement).name) for requirement in wanted}
+    roots = {normal(Requirement(requirement).name) for requirement in wanted} | set(BINDER_SERVER)
     here = [(name, version, [normal(parent.split(" ")[0]) for parent in parents])
             for name, version, marker, parents in lock_entries(text)
             if marker is None or Marker(marker).evaluate(BINDER_MARKERS)]
@@ -194,7 +200,8 @@ def binder_requirements(text: str) -> str:
         "# Binder's environment: repo2docker installs it with pip (Python from binder/runtime.txt).",
         "# Written by `make lock` (python -m tools.lock --binder) from requirements.lock: the pins that",
         "# `make lab` installs on Linux x86-64 with Python 3.11, the course's dependencies and its lab",
-        "# extra. Do not edit: tests/test_binder.py fails when it differs from the lock.",
+        "# extra, and the notebook package Binder starts the server with. Do not edit:",
+        "# tests/test_binder.py fails when it differs from the lock.",
         "# torch is the CPU-only build, from PyTorch's own index.",
         f"--extra-index-url {torch_index()}",
         *(f"{name}=={version}" for name, version in pins.items()),
