@@ -8,6 +8,7 @@
 #   make grade-check  the nbgrader round trip (generate, autograde 3 kinds of submission) on every lesson
 #   make fuzz     the property tests with fresh random examples, many more of them (for authors)
 #   make lock     re-resolve requirements.lock, the verified environment, with uv (for authors)
+#   make binder   rewrite binder/requirements.txt (Binder's environment) from requirements.lock
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -19,7 +20,17 @@ PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_
 # Every install takes its versions from requirements.lock, the environment whose outputs nbval
 # proves; it is redone only when pyproject.toml or the lock changes: their hash names the stamp.
 LOCK := requirements.lock
-PIP_INSTALL := $(BIN)/python -m pip install --quiet -c $(LOCK)
+# On Linux the lock pins PyTorch's CPU-only build (torch==X+cpu), which only PyTorch's own index
+# serves; name a mirror of it with `make lab TORCH_INDEX=<url>` (`make lock` uses it too).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+UNAME := $(shell uname -s)
+TORCH_PIN := $(shell sed -n "s/^\(torch==[^ ]*\) ; sys_platform == 'linux'$$/\1/p" $(LOCK))
+PIP := $(BIN)/python -m pip
+# Some machines' pip configuration names local package folders (file://) that hold only a few
+# packages; pip then notes, for every other package, that the folder is ignored. Only that note
+# is dropped: every other warning and error is shown.
+PIP_NOTES := 2> >(grep -v "^WARNING: Location 'file://.*' is ignored: it is neither a file nor a directory\.$$" >&2)
+PIP_INSTALL := $(PIP) install --quiet -c $(LOCK)
 KEY := $(shell cat pyproject.toml $(LOCK) | $(PYTHON) -c "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 STAMP := $(VENV)/.installed-$(KEY)
 TEST_STAMP := $(VENV)/.installed-test-$(KEY)
@@ -33,28 +44,38 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test test-exact test-lax unit nbval browser execute student bench site grade-check fuzz lock install clean help
+.PHONY: lab test test-exact test-lax unit nbval browser execute student bench site grade-check fuzz lock binder install clean help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# *//'
+	@sed -n '2,12p' Makefile | sed 's/^# *//'
 
 # An unsupported Python stops here with one sentence, before pip can fail in a long traceback.
 $(BIN)/python:
 	@if [ -z "$(filter $(PYTHON_VERSION),$(SUPPORTED_PYTHONS))" ]; then echo "The course needs Python 3.11, 3.12 or 3.13, but '$(PYTHON)' is $(if $(PYTHON_VERSION),Python $(PYTHON_VERSION),not a Python that runs): install a supported one and run, for example, 'make lab PYTHON=python3.12'."; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 
+# On Linux torch is installed first, alone (--no-deps: its dependencies come with the rest): the
+# lock's CPU build from a wheel pip's configuration already points to (find-links; no network),
+# else from TORCH_INDEX. The rest then comes from PyPI without PyTorch's index, which pip would
+# otherwise ask about every package (and, where it is unreachable, retry for each: 7 s apiece
+# measured here). On macOS and Windows the lock's torch is PyPI's ordinary wheel, a CPU build.
 $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
-	$(PIP_INSTALL) -e '.[lab]'
+ifeq ($(UNAME),Linux)
+	@test -n "$(TORCH_PIN)" || { echo "$(LOCK) has no torch pin for Linux: run 'make lock'"; exit 1; }
+	$(PIP) install --quiet --no-deps --no-index $(TORCH_PIN) 2> /dev/null \
+		|| $(PIP) install --quiet --no-deps --index-url $(TORCH_INDEX) $(TORCH_PIN)
+endif
+	$(PIP_INSTALL) -e '.[lab]' $(PIP_NOTES)
 	$(BIN)/python -c "import matplotlib.pyplot"  # builds matplotlib's font cache now, not in a lesson
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): $(STAMP)
-	$(PIP_INSTALL) -e '.[lab,test,browser,site,grade]'
+	$(PIP_INSTALL) -e '.[lab,test,browser,site,grade]' $(PIP_NOTES)
 	touch $@
 
 $(SITE_STAMP): $(STAMP)
-	$(PIP_INSTALL) -e '.[lab,site]'
+	$(PIP_INSTALL) -e '.[lab,site]' $(PIP_NOTES)
 	touch $@
 
 install: $(STAMP)
@@ -120,10 +141,14 @@ fuzz: $(TEST_STAMP)
 		--hypothesis-seed=$(FUZZ_SEED) -p no:cacheprovider $(XDIST) \
 		|| { echo "make fuzz found a failing example; re-run it with: make fuzz FUZZ_SEED=$(FUZZ_SEED)"; exit 1; }
 
-# Re-resolve the lock from pyproject.toml's ranges, keeping every pin that still fits (add
-# UPGRADE=--upgrade to move to the newest versions). Then `make execute` and `make test`.
+# Re-resolve the lock from pyproject.toml's ranges with uv, keeping every pin that still fits
+# (add UPGRADE=--upgrade to move to the newest versions), torch for Linux from TORCH_INDEX; then
+# rewrite binder/requirements.txt from it (tools/lock.py). Then `make execute` and `make test`.
 lock: $(TEST_STAMP)
-	UV_PYTHON_DOWNLOADS=never UV_PYTHON=$(BIN)/python $(BIN)/uv pip compile pyproject.toml --all-extras --universal --python-version 3.11 $(UPGRADE) -o $(LOCK)
+	$(BIN)/python -m tools.lock --torch-index $(TORCH_INDEX) $(UPGRADE)
+
+binder: $(STAMP)
+	$(BIN)/python -m tools.lock --binder
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -49,6 +49,19 @@ def test_every_lessons_first_cell_installs_the_course_when_missing(lesson):
     assert "setup(" in source
 
 
+@pytest.mark.parametrize("colab_torch", ["2.8.0+cu126", "2.9.0+cu128", "2.9.0+cpu", "2.13.0+cpu", "2.13.0"])
+def test_the_install_keeps_colabs_torch_cpu_or_gpu(colab_torch):
+    """pip (Colab's %pip) keeps an installed torch that satisfies the package's range, whatever its
+    build label: CUDA (a GPU runtime) or CPU. The lock's CPU pin, and pyproject's uv-only table
+    sending Linux torch to PyTorch's CPU index, play no part in this install."""
+    from packaging.requirements import Requirement
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    torch = next(Requirement(text) for text in dependencies if Requirement(text).name == "torch")
+    assert torch.specifier.contains(colab_torch) and not torch.marker and not torch.url
+    assert not any(spec.operator in ("==", "===") for spec in torch.specifier)
+
+
 def test_readme_has_a_colab_link_for_every_lesson():
     readme = (ROOT / "README.md").read_text()
     base = REPOSITORY.replace("https://github.com/", "https://colab.research.google.com/github/")

@@ -1,49 +1,58 @@
-"""The set-up files agree with each other: pins, conda environment, Makefile, CI, README."""
+"""The set-up files agree with each other: lock, Makefile, conda environment, CI, README."""
 
 import re
 import subprocess
-import tomllib
+import sys
 
 import pytest
-from packaging.requirements import Requirement
+import yaml
 
 from conftest import ROOT, lock_python, read_lock
+from tools import lock as locking
 
-CONDA_NAME = {"torch": "pytorch-cpu"}
-# The conda route (environment.yml, Binder) carries the learner's packages and the tools that run
-# nbval; the browser, website, grading and RoPE-reference tools are for CI and teachers.
-CONDA_EXTRAS = ("lab", "test")
-NOT_IN_CONDA = {"transformers", "uv"}
+LINUX = dict(sys_platform="linux", platform_system="Linux", platform_machine="x86_64", os_name="posix")
 
 
-def _names(requirements: list[str]) -> list[str]:
-    return [Requirement(text).name.lower() for text in requirements]
+def test_torch_on_linux_is_the_cpu_build():
+    assert read_lock(LINUX)["torch"] == "2.13.0+cpu"
 
 
-def _conda_packages() -> list[str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = _names(project["dependencies"])
-    for extra in CONDA_EXTRAS:
-        names += _names(project["optional-dependencies"][extra])
-    return [name for name in names if name not in NOT_IN_CONDA]
+@pytest.mark.skipif(sys.platform != "linux", reason="the Makefile's Linux route, shown on Linux")
+def test_make_installs_linux_torch_alone_first_then_the_rest_without_its_index(tmp_path):
+    """On Linux: the lock's torch with --no-deps (from pip's own local wheels, else TORCH_INDEX),
+    then everything with the lock as constraints and no PyTorch index, so pip never asks
+    PyTorch's index about another package."""
+    venv = tmp_path / "venv"
+    listed = subprocess.run(["make", "-s", "-n", "install", f"VENV={venv}", "TORCH_INDEX=https://mirror.example/cpu"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    pin = f"torch=={read_lock(LINUX)['torch']}"
+    commands = [line for line in listed.replace("\\\n", " ").splitlines() if " -m pip install" in line]
+    assert len(commands) == 2, listed
+    torch_step, rest = commands
+    assert f"--no-deps --no-index {pin} 2> /dev/null" in torch_step
+    assert f"--no-deps --index-url https://mirror.example/cpu {pin}" in torch_step
+    assert "-c requirements.lock -e '.[lab]'" in rest and "mirror.example" not in rest and "index" not in rest.split("2>")[0]
 
 
-def test_torch_is_the_local_cpu_wheel():
-    assert read_lock()["torch"] == "2.13.0"
+def test_the_install_stamp_follows_pyproject_and_the_lock():
+    """The venv is re-installed when pyproject.toml or requirements.lock changes: their hash
+    names the stamp."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "KEY := $(shell cat pyproject.toml $(LOCK) |" in makefile
+    assert "$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python" in makefile
+    assert "rm -f $(VENV)/.installed-* && touch $@" in makefile
 
 
-def test_environment_yml_matches_the_lock():
+def test_environment_yml_is_python_and_pip_from_conda_and_the_lock_through_pip():
+    """No version is kept by hand: conda gives Python (the lock's) and pip; pip installs what
+    `make lab` does, at the lock's versions, Linux's CPU torch from PyTorch's index."""
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert environment["channels"] == ["conda-forge"]
+    assert environment["dependencies"] == [
+        f"python={lock_python()}", "pip",
+        {"pip": [f"--extra-index-url {locking.torch_index()}", "-c requirements.lock", "-e .[lab]"]}]
     text = (ROOT / "environment.yml").read_text()
-    assert re.search(r"^channels:\n  - conda-forge$", text, flags=re.M)
-    conda = dict(re.findall(r"^  - ([\w.-]+)=([\w.]+)$", text, flags=re.M))
-    assert conda.pop("python") == lock_python()
-    lock = read_lock()
-    for name in _conda_packages():
-        conda_name = CONDA_NAME.get(name, name)
-        major_minor = ".".join(lock[name].split(".")[:2])
-        assert conda.get(conda_name) == major_minor, (
-            f"environment.yml: {conda_name}={conda.get(conda_name)}, requirements.lock {lock[name]}")
-    assert "pytorch-cpu" in conda and "pytorch" not in conda, "the conda route must use the CPU build"
+    assert not re.search(r"==|pytorch|cuda", text.split("dependencies:")[1].replace("download.pytorch.org", ""))
 
 
 def test_ci_runs_make_test_and_hides_nothing():
