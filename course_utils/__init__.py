@@ -14,7 +14,7 @@ The house, from the ground up. A module imports only modules on its own floor or
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
 table):
 
-    floor 1  _validate                      argument checks shared by every public function
+    floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
              attention, probes, tasks, combine
                                             position math and measurements, free of models
@@ -47,7 +47,7 @@ from .decomposition import (four_term_decomposition, FourTerms, model_four_terms
                             offset_dependence, offset_only_r2, offset_profile, offset_pull)
 from .display import rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
-from .extension import angle_coverage, rope_frequencies, yarn_attention_scale, yarn_ramp
+from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
                      ResidualFeatures, steps_to_accuracy)
 from .learned import (add_learned_code, band_summary, cosine_similarity_matrix, far_similarity,
@@ -151,6 +151,7 @@ __all__ = [
     "rope_permutation",
     "rope_rotate",
     "rope_rotate_2d",
+    "RopeScaling",
     "rounded",
     "seed_table",
     "setup",
@@ -175,4 +176,4 @@ __all__ = [
     "yarn_attention_scale",
     "yarn_ramp",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

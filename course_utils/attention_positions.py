@@ -16,8 +16,14 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _validate
+from . import _validate, biases, rope
+from ._deprecation import moved
 from .models import TinyTransformer
+
+# Lesson 10's biases moved to biases.py (below the models) in 0.2; rope_rotate lives in rope.py.
+__getattr__ = moved(__name__, {"alibi_bias": biases.alibi_bias, "alibi_slopes": biases.alibi_slopes,
+                               "checked_slopes": biases.checked_slopes, "RelativeBias": biases.RelativeBias,
+                               "rope_rotate": rope.rope_rotate}, since="0.2")
 
 
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ tests/test_extension.py checks.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -50,36 +51,96 @@ def _original_max_len(value, scaling: str, name: str = "original_max_len") -> in
     return _validate.integer(value, name, minimum=1, maximum=10**9)
 
 
-def check_scaling(scaling, factor, original_max_len, d_head: int, betas=(32.0, 1.0), *, prefix: str = "") -> tuple:
-    """Check a model's RoPE scaling settings together; the messages use the names prefix + "scaling",
-    prefix + "factor", ... Returns the checked (scaling, factor, original_max_len, (beta_fast, beta_slow))."""
-    names = [prefix + name for name in ("scaling", "factor", "original_max_len", "beta_fast", "beta_slow")]
-    scaling = _scaling(scaling, names[0])
-    beta_fast = _validate.real(betas[0], names[3], positive=True)
-    beta_slow = _validate.real(betas[1], names[4], positive=True)
-    if beta_slow >= beta_fast:
-        raise ValueError(f"{names[4]} must be below {names[3]} (turns within L), got {beta_slow} >= {beta_fast}")
-    if scaling != "yarn" and (beta_fast, beta_slow) != (32.0, 1.0):
-        raise ValueError(f'{names[3]} and {names[4]} are YaRN\'s: they need {names[0]}="yarn"')
-    factor = _factor(factor, names[1])
-    if original_max_len is not None:
-        original_max_len = _validate.integer(original_max_len, names[2], minimum=1, maximum=10**9)
-    if scaling is None and (factor != 1 or original_max_len is not None):
-        raise ValueError(f'{names[1]} and {names[2]} need a {names[0]} such as "linear"; leave them at 1.0 and None')
-    if scaling in ("dynamic", "yarn"):
-        _original_max_len(original_max_len, scaling, names[2])
-    if scaling in ("ntk", "dynamic") and d_head == 2:
-        raise ValueError(f'{names[0]}="{scaling}" changes the base, which one pair per head (d_head = 2) does '
-                         "not use: d_head must be at least 4")
-    return scaling, factor, original_max_len, (beta_fast, beta_slow)
-
-
 def _betas(beta_fast, beta_slow) -> tuple[float, float]:
     beta_fast = _validate.real(beta_fast, "beta_fast", positive=True)
     beta_slow = _validate.real(beta_slow, "beta_slow", positive=True)
     if beta_slow >= beta_fast:
         raise ValueError(f"beta_slow must be below beta_fast (turns within L), got {beta_slow} >= {beta_fast}")
     return beta_fast, beta_slow
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """One RoPE scaling rule with its settings, checked when it is made.
+
+    The shape of the ``rope_scaling`` entry (``rope_parameters`` in newer versions) of a Hugging
+    Face model's config.json, whose rope_type, factor, original_max_position_embeddings,
+    beta_fast and beta_slow are here:
+
+    - kind: "linear" (position interpolation), "ntk", "dynamic" or "yarn";
+    - factor: s ≥ 1, typically new length / trained length;
+    - original_max_len: the training length L ("dynamic" and "yarn" need it);
+    - beta_fast, beta_slow: YaRN's thresholds in turns within L ("yarn" only; see yarn_ramp).
+
+    ``frequencies(d, base=..., length=...)`` gives the stretched ω_i [d/2] (float64);
+    ``attention_scale`` the factor on queries and keys (YaRN's temperature, 1 for the others).
+    A model holds one as ``ModelConfig(rope_scaling=...)``; ``with_rope_scaling`` applies one to a
+    trained model.
+    """
+
+    kind: str
+    factor: float = 1.0
+    original_max_len: int | None = None
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+
+    def __post_init__(self):
+        # The record keeps the checked values (a 0-d tensor becomes a float), never the raw ones.
+        def keep(name: str, value) -> None:
+            object.__setattr__(self, name, value)
+
+        keep("kind", _validate.choice(self.kind, "kind", SCALINGS))
+        keep("factor", _factor(self.factor))
+        if self.original_max_len is not None:
+            keep("original_max_len", _validate.integer(self.original_max_len, "original_max_len", minimum=1,
+                                                       maximum=10**9))
+        elif self.kind in ("dynamic", "yarn"):
+            raise ValueError(f'the "{self.kind}" scaling needs original_max_len, the length L the model was '
+                             "trained on")
+        beta_fast, beta_slow = _betas(self.beta_fast, self.beta_slow)
+        if self.kind != "yarn" and (beta_fast, beta_slow) != (32.0, 1.0):
+            raise ValueError(f'beta_fast and beta_slow are YaRN\'s thresholds: the "{self.kind}" scaling has none')
+        keep("beta_fast", beta_fast)
+        keep("beta_slow", beta_slow)
+
+    @property
+    def attention_scale(self) -> float:
+        """What queries and keys are multiplied by: YaRN's temperature for "yarn", else 1."""
+        return yarn_attention_scale(self.factor) if self.kind == "yarn" else 1.0
+
+    def frequencies(self, d: int, *, base: float = 10_000.0, length: int | None = None) -> torch.Tensor:
+        """The stretched ω_i for d features [d/2] (float64); "dynamic" needs ``length``, the
+        current sequence length (see rope_frequencies for each rule's formula)."""
+        d = _validate.d_model(d, "d")
+        base = _validate.real(base, "base", positive=True)
+        if length is not None:
+            length = _validate.integer(length, "length", minimum=1, maximum=10**9)
+        omega = frequencies(d, base=base)
+        if self.kind == "linear":
+            return omega / self.factor
+        if self.kind == "yarn":
+            gamma = yarn_ramp(d, original_max_len=self.original_max_len, base=base, beta_fast=self.beta_fast,
+                              beta_slow=self.beta_slow)
+            return gamma * omega + (1 - gamma) * omega / self.factor
+        factor = self.factor
+        if self.kind == "dynamic":
+            if length is None:
+                raise ValueError('the "dynamic" scaling needs length, the current sequence length')
+            factor = max(1.0, factor * length / self.original_max_len - (factor - 1))
+        if d == 2:
+            raise ValueError(f'the "{self.kind}" scaling changes the base, which d = 2 (one pair, ω_0 = 1) does '
+                             "not use: d must be at least 4")
+        return frequencies(d, base=base * factor ** (d / (d - 2)))
+
+
+def loose_settings_given(factor, original_max_len, beta_fast, beta_slow) -> bool:
+    """True when any of a rule's loose settings differs from its default (each checked by name)."""
+    factor = _validate.real(factor, "factor")
+    if original_max_len is not None:
+        _validate.integer(original_max_len, "original_max_len")
+    beta_fast = _validate.real(beta_fast, "beta_fast")
+    beta_slow = _validate.real(beta_slow, "beta_slow")
+    return (factor, original_max_len, beta_fast, beta_slow) != (1.0, None, 32.0, 1.0)
 
 
 def yarn_ramp(d: int, *, original_max_len: int, base: float = 10_000.0, beta_fast: float = 32.0,
@@ -109,43 +170,40 @@ def yarn_ramp(d: int, *, original_max_len: int, base: float = 10_000.0, beta_fas
     return 1 - ((i - low) / (high - low)).clamp(0, 1)
 
 
-def rope_frequencies(d: int, *, base: float = 10_000.0, scaling: str | None = None, factor: float = 1.0,
-                     original_max_len: int | None = None, length: int | None = None,
+def rope_frequencies(d: int, *, base: float = 10_000.0, scaling: str | RopeScaling | None = None,
+                     factor: float = 1.0, original_max_len: int | None = None, length: int | None = None,
                      beta_fast: float = 32.0, beta_slow: float = 1.0) -> torch.Tensor:
     """RoPE's frequencies ω_i for d features, stretched by ``scaling``. Returns float64 [d/2].
 
     scaling: None (ω_i = base^(−2i/d)), "linear" (ω_i/factor), "ntk" (base·factor^(d/(d−2))),
     "dynamic" ("ntk" with s = max(1, factor·length/original_max_len − (factor − 1)); needs
     ``length``, the current sequence length) or "yarn" (γ_i·ω_i + (1 − γ_i)·ω_i/factor, γ from
-    ``yarn_ramp``). factor = s ≥ 1, typically new length / trained length L = original_max_len.
+    ``yarn_ramp``); or a RopeScaling record holding the rule and its settings (then leave
+    factor, original_max_len, beta_fast and beta_slow at their defaults). factor = s ≥ 1,
+    typically new length / trained length L = original_max_len; beta_fast and beta_slow are
+    YaRN's and ignored by the other rules.
     """
     d = _validate.d_model(d, "d")
     base = _validate.real(base, "base", positive=True)
-    scaling = _scaling(scaling)
-    factor = _factor(factor)
-    _betas(beta_fast, beta_slow)
-    if original_max_len is not None:
-        original_max_len = _validate.integer(original_max_len, "original_max_len", minimum=1, maximum=10**9)
-    if length is not None:
-        length = _validate.integer(length, "length", minimum=1, maximum=10**9)
-    omega = frequencies(d, base=base)
-    if scaling is None:
-        return omega
-    if scaling == "linear":
-        return omega / factor
-    if scaling == "yarn":
-        gamma = yarn_ramp(d, original_max_len=original_max_len, base=base, beta_fast=beta_fast,
-                          beta_slow=beta_slow)
-        return gamma * omega + (1 - gamma) * omega / factor
-    if scaling == "dynamic":
-        original_max_len = _original_max_len(original_max_len, scaling)
-        if length is None:
-            raise ValueError('scaling="dynamic" needs length, the current sequence length')
-        factor = max(1.0, factor * length / original_max_len - (factor - 1))
-    if d == 2:
-        raise ValueError(f'scaling="{scaling}" changes the base, which d = 2 (one pair, ω_0 = 1) does not use: '
-                         "d must be at least 4")
-    return frequencies(d, base=base * factor ** (d / (d - 2)))
+    if isinstance(scaling, RopeScaling):
+        if loose_settings_given(factor, original_max_len, beta_fast, beta_slow):
+            raise ValueError("scaling is a RopeScaling record, which holds factor, original_max_len, beta_fast "
+                             "and beta_slow: leave those arguments at their defaults")
+        rule = scaling
+    else:
+        scaling = _scaling(scaling)
+        factor = _factor(factor)
+        beta_fast, beta_slow = _betas(beta_fast, beta_slow)
+        if original_max_len is not None:
+            original_max_len = _validate.integer(original_max_len, "original_max_len", minimum=1, maximum=10**9)
+        if scaling is None:
+            if length is not None:
+                _validate.integer(length, "length", minimum=1, maximum=10**9)
+            return frequencies(d, base=base)
+        if scaling != "yarn":
+            beta_fast, beta_slow = 32.0, 1.0  # YaRN's thresholds; the other rules have none
+        rule = RopeScaling(scaling, factor, original_max_len, beta_fast, beta_slow)
+    return rule.frequencies(d, base=base, length=length)
 
 
 def angle_coverage(frequencies: torch.Tensor, length: int) -> torch.Tensor:

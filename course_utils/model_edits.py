@@ -17,7 +17,7 @@ import torch
 
 from . import _validate
 from .encodings import LAYOUTS
-from .extension import check_scaling
+from .extension import SCALINGS, RopeScaling, loose_settings_given
 from .models import TinyTransformer
 from .rope import rope_permutation
 
@@ -53,25 +53,29 @@ def convert_rope_layout(model, layout: str, *, permute: bool = True):
     return converted
 
 
-def with_rope_scaling(model, scaling: str | None, *, factor: float = 1.0, original_max_len: int | None = None,
-                      beta_fast: float = 32.0, beta_slow: float = 1.0):
+def with_rope_scaling(model, scaling: str | RopeScaling | None, *, factor: float = 1.0,
+                      original_max_len: int | None = None, beta_fast: float = 32.0, beta_slow: float = 1.0):
     """A copy of a trained position="rope" TinyTransformer, same weights, with ``scaling`` applied.
 
     No retraining: only the frequencies (and, for "yarn", the attention temperature) change. The
-    copy can be fine-tuned like any model; ``model`` itself is not changed. scaling=None gives
-    plain RoPE back. original_max_len: the training length L ("dynamic" and "yarn" need it).
-    beta_fast, beta_slow: YaRN's thresholds in turns within L (see yarn_ramp), "yarn" only.
+    copy can be fine-tuned like any model; ``model`` itself is not changed. scaling: "linear",
+    "ntk", "dynamic" or "yarn" with its settings as arguments (original_max_len, the training
+    length L, for "dynamic" and "yarn"; beta_fast and beta_slow, YaRN's thresholds in turns
+    within L, see yarn_ramp), or a RopeScaling record holding them all, or None for plain RoPE.
     """
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     if model.config.position != "rope":
         raise ValueError(f'model must use position="rope", got position="{model.config.position}"')
-    scaling, factor, original_max_len = check_scaling(scaling, factor, original_max_len,
-                                                      model.config.d_model // model.config.n_heads,
-                                                      (beta_fast, beta_slow))[:3]
-    config = dataclasses.replace(model.config, rope_scaling=scaling, rope_factor=factor,
-                                 rope_original_max_len=original_max_len, rope_beta_fast=beta_fast,
-                                 rope_beta_slow=beta_slow)
+    if isinstance(scaling, RopeScaling) or scaling is None:
+        if loose_settings_given(factor, original_max_len, beta_fast, beta_slow):
+            raise ValueError("factor, original_max_len, beta_fast and beta_slow go with a scaling such as "
+                             '"linear"; a RopeScaling record holds its own, and None is plain RoPE')
+        rule = scaling
+    else:
+        rule = RopeScaling(_validate.choice(scaling, "scaling", SCALINGS), factor, original_max_len, beta_fast,
+                           beta_slow)
+    config = dataclasses.replace(model.config, rope_scaling=rule)  # ModelConfig checks it with the model
     scaled = TinyTransformer(config)
     scaled.load_state_dict(model.state_dict())
     scaled.train(model.training)

@@ -25,7 +25,7 @@ from . import _validate
 from .attention import causal_mask, scaled_dot_product
 from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS, sinusoidal_encoding
-from .extension import check_scaling, rope_frequencies, yarn_attention_scale
+from .extension import RopeScaling, rope_frequencies
 from .naive import integer_encoding, normalised_encoding
 from .rope import rope_rotate
 
@@ -56,11 +56,7 @@ class ModelConfig:
     relative_max_distance: int = 8
     alibi_slopes: tuple[float, ...] | None = None  # position="alibi": m_1 .. m_H; None: Press et al.'s
     rope_layout: str = "interleaved"  # position="rope": pairs (2i, 2i+1), or "halves" (i, i + d_head/2)
-    rope_scaling: str | None = None  # position="rope": None, "linear", "ntk", "dynamic" or "yarn" (lesson 12)
-    rope_factor: float = 1.0  # the s of rope_scaling
-    rope_original_max_len: int | None = None  # the training length L, for "dynamic" and "yarn"
-    rope_beta_fast: float = 32.0  # rope_scaling="yarn": pairs turning this often within L keep ω_i
-    rope_beta_slow: float = 1.0  # ... and pairs turning at most this often are interpolated
+    rope_scaling: RopeScaling | None = None  # position="rope": a scaling rule and its settings (lesson 12)
 
     def __post_init__(self):
         # The config keeps the checked values (a 0-d tensor becomes an int), never the raw ones.
@@ -91,7 +87,7 @@ class ModelConfig:
                              f"{self.d_model}, n_heads {n_heads}")
         if self.rope_layout != "interleaved" and self.position != "rope":
             raise ValueError(f'rope_layout is only used with position="rope", got position="{self.position}"')
-        self._check_rope_scaling(keep)
+        self._check_rope_scaling()
         if self.position in ATTENTION_CODES and (self.combine != "add" or self.reapply_position):
             raise ValueError(f'position="{self.position}" acts inside attention: use combine="add", reapply_position=False')
         if self.combine == "concat":
@@ -112,16 +108,18 @@ class ModelConfig:
             keep("d_ff", _validate.integer(self.d_ff, "d_ff", minimum=1))
         self._check_sizes()
 
-    def _check_rope_scaling(self, keep) -> None:
-        if self.rope_scaling is not None and self.position != "rope":
+    def _check_rope_scaling(self) -> None:
+        rule = self.rope_scaling
+        if rule is None:
+            return
+        if not isinstance(rule, RopeScaling):
+            raise TypeError(f"rope_scaling must be a RopeScaling record such as RopeScaling(\"yarn\", factor=4.0, "
+                            f"original_max_len=16), or None; got {type(rule).__name__}")
+        if self.position != "rope":
             raise ValueError(f'rope_scaling is only used with position="rope", got position="{self.position}"')
-        scaling, factor, original, betas = check_scaling(
-            self.rope_scaling, self.rope_factor, self.rope_original_max_len, self.d_model // self.n_heads,
-            (self.rope_beta_fast, self.rope_beta_slow), prefix="rope_")
-        keep("rope_factor", factor)
-        keep("rope_original_max_len", original)
-        keep("rope_beta_fast", betas[0])
-        keep("rope_beta_slow", betas[1])
+        if rule.kind in ("ntk", "dynamic") and self.d_model // self.n_heads == 2:
+            raise ValueError(f'rope_scaling: the "{rule.kind}" rule changes the base, which one pair per head '
+                             f"(d_model / n_heads = 2) does not use: each head needs at least 4 features")
 
     def _check_sizes(self) -> None:
         """Refuse a model too big to build, naming the arguments that make it big."""
@@ -324,16 +322,14 @@ class TinyTransformer(nn.Module):
     def rotary(self, n: int, start: int = 0):
         """For position="rope": the function that turns queries and keys [..., n, d_head] by their
         positions start .. start + n - 1 (pairs as config.rope_layout says, frequencies stretched
-        as config.rope_scaling says, times YaRN's temperature for "yarn"). Else None."""
+        as config.rope_scaling says, times its attention scale: YaRN's temperature). Else None."""
         config = self.config
         if config.position != "rope":
             return None
         positions = torch.arange(start, start + n, dtype=torch.float64)
-        omega = rope_frequencies(config.d_model // config.n_heads, scaling=config.rope_scaling,
-                                 factor=config.rope_factor, original_max_len=config.rope_original_max_len,
-                                 length=start + n, beta_fast=config.rope_beta_fast,
-                                 beta_slow=config.rope_beta_slow)
-        scale = yarn_attention_scale(config.rope_factor) if config.rope_scaling == "yarn" else 1.0
+        rule, d_head = config.rope_scaling, config.d_model // config.n_heads
+        omega = rope_frequencies(d_head) if rule is None else rule.frequencies(d_head, length=start + n)
+        scale = 1.0 if rule is None else rule.attention_scale
         layout = config.rope_layout
         return lambda x: scale * rope_rotate(x, positions=positions, layout=layout, frequencies=omega)
 

@@ -24,7 +24,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from . import _validate
+from . import _validate, grid_codes
+from ._deprecation import moved
 from .encodings import sinusoidal_encoding
 from .grid_codes import (checked_d_model_2d, checked_grid, checked_spacing, grid_positions, patchify,
                          resize_table, rope_tables_2d, sinusoidal_encoding_2d)
@@ -32,6 +33,11 @@ from .layers import ResidualFeatures
 from .models import Block
 from .rope import rotate_pairs
 from .training import History
+
+# The 2-D codes moved to grid_codes.py (below the models) in 0.2.
+__getattr__ = moved(__name__, {name: getattr(grid_codes, name) for name in ("rope_rotate_2d", "RESIZE_MODES",
+                                                                           "MAX_GRID", "MAX_SPACING")},
+                    since="0.2", home=grid_codes.__name__)
 
 GRID_CODES = ("none", "sinusoidal_1d", "sinusoidal_2d", "learned", "rope_2d")
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import course_utils
+
 from conftest import LESSONS, ROOT, lock_python, read_lock
 from tools import lock as locking
 
@@ -209,7 +211,7 @@ def test_binder_build_installs_exactly_the_requirements(binder_build):
     assert not binder_build["pip_warnings"], binder_build["pip_warnings"]
     frozen = _run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"]).stdout
     installed = {locking.normal(dist["name"]): dist["version"] for dist in json.loads(frozen)}
-    assert installed.pop("course-utils") == "0.1.0"  # postBuild's editable install
+    assert installed.pop("course-utils") == course_utils.__version__  # postBuild's editable install
     installed.pop("pip")  # the new environment's own pip, as repo2docker's
     assert installed == _pins(REQUIREMENTS.read_text()), (
         "Binder's environment is not binder/requirements.txt: a missing or extra package")

@@ -21,6 +21,8 @@ import tomllib
 import nbformat
 import pytest
 
+import course_utils
+
 from conftest import LESSONS, ROOT
 
 REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
@@ -112,4 +114,4 @@ def test_a_fresh_colab_like_environment_installs_the_course_and_runs_a_lesson(tm
     result = _run([str(python), "-c", RUN_LESSON, LESSON.name], cwd=work, env=env, timeout=1200)
     torch_before = "2.13.0+cpu"
     assert f"torch {torch_before}" in result.stdout, "the install must keep the torch it found"
-    assert "INSTALLED: 0.1.0" in result.stdout
+    assert f"INSTALLED: {course_utils.__version__}" in result.stdout

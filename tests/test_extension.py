@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-from course_utils import (ModelConfig, TinyTransformer, angle_coverage, attention_entropy, frequencies,
+from course_utils import (RopeScaling, ModelConfig, TinyTransformer, angle_coverage, attention_entropy, frequencies,
                           rope_frequencies, rope_rotate,
                           with_rope_scaling, yarn_attention_scale, yarn_ramp)
 
@@ -151,7 +151,7 @@ def test_a_scaled_model_is_the_same_weights_read_with_other_frequencies():
     assert with_rope_scaling(model, None) is not model
     torch.testing.assert_close(with_rope_scaling(model, None)(tokens), model(tokens), rtol=0, atol=0)
     linear = with_rope_scaling(model, "linear", factor=4.0)
-    assert linear.config.rope_scaling == "linear" and model.config.rope_scaling is None
+    assert linear.config.rope_scaling == RopeScaling("linear", factor=4.0) and model.config.rope_scaling is None
     for name, value in model.state_dict().items():
         torch.testing.assert_close(linear.state_dict()[name], value, rtol=0, atol=0)
     assert (linear(tokens) - model(tokens)).abs().max() > 1e-3
@@ -201,15 +201,11 @@ def test_rope_frequencies_refuses_bad_arguments_by_name(kwargs, error, match):
 
 def test_scaling_is_checked_in_the_model_config_and_in_with_rope_scaling():
     with pytest.raises(ValueError, match="rope_scaling"):
-        ModelConfig(vocab_size=4, position="alibi", rope_scaling="linear", rope_factor=2.0)
-    with pytest.raises(ValueError, match="rope_original_max_len"):
-        ModelConfig(vocab_size=4, position="rope", rope_scaling="yarn", rope_factor=2.0)
-    with pytest.raises(ValueError, match="rope_factor"):
-        ModelConfig(vocab_size=4, position="rope", rope_factor=2.0)
-    with pytest.raises(ValueError, match="factor"):
-        ModelConfig(vocab_size=4, position="rope", rope_scaling="linear", rope_factor=0.5)
-    with pytest.raises(ValueError, match="rope_scaling"):
-        ModelConfig(vocab_size=4, position="rope", rope_scaling="longrope", rope_factor=2.0)
+        ModelConfig(vocab_size=4, position="alibi", rope_scaling=RopeScaling("linear", factor=2.0))
+    with pytest.raises(TypeError, match="rope_scaling must be a RopeScaling"):
+        ModelConfig(vocab_size=4, position="rope", rope_scaling="linear")
+    with pytest.raises(ValueError, match="rope_scaling.*at least 4"):
+        ModelConfig(vocab_size=4, d_model=4, n_heads=2, position="rope", rope_scaling=RopeScaling("ntk", factor=2.0))
     with pytest.raises(TypeError, match="model"):
         with_rope_scaling("model", "linear", factor=2.0)
     with pytest.raises(ValueError, match="position"):
@@ -224,7 +220,8 @@ def test_scaling_is_checked_in_the_model_config_and_in_with_rope_scaling():
 
 def test_yarn_thresholds_reach_the_model():
     yarn = with_rope_scaling(_rope_model(), "yarn", factor=4.0, original_max_len=16, beta_fast=1.0, beta_slow=0.05)
-    assert (yarn.config.rope_beta_fast, yarn.config.rope_beta_slow) == (1.0, 0.05)
+    assert yarn.config.rope_scaling == RopeScaling("yarn", factor=4.0, original_max_len=16, beta_fast=1.0,
+                                                   beta_slow=0.05)
     q = torch.randn(1, 2, 20, 16, dtype=torch.float64)
     omega = rope_frequencies(16, scaling="yarn", factor=4.0, original_max_len=16, beta_fast=1.0, beta_slow=0.05)
     torch.testing.assert_close(yarn.rotary(20)(q), yarn_attention_scale(4.0) * rope_rotate(q, frequencies=omega))
@@ -251,3 +248,40 @@ def test_attention_entropy_is_zero_for_one_key_and_log_m_for_m_keys():
     torch.testing.assert_close(attention_entropy(causal_uniform), torch.log(torch.arange(1.0, 6.0, dtype=torch.float64)))
     with pytest.raises(ValueError, match="weights"):
         attention_entropy(torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(kind="longrope"), ValueError, "kind"),
+    (dict(kind="linear", factor=0.5), ValueError, "factor"),
+    (dict(kind="yarn", factor=2.0), ValueError, "original_max_len"),
+    (dict(kind="dynamic", factor=2.0), ValueError, "original_max_len"),
+    (dict(kind="linear", factor=2.0, beta_fast=4.0), ValueError, "beta_fast"),
+    (dict(kind="yarn", factor=2.0, original_max_len=8, beta_fast=1.0, beta_slow=2.0), ValueError, "beta_slow"),
+    (dict(kind="yarn", factor=2.0, original_max_len=0), ValueError, "original_max_len"),
+    (dict(kind=3), ValueError, "kind"),
+])
+def test_a_rope_scaling_record_is_checked_when_it_is_made(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        RopeScaling(**kwargs)
+
+
+@pytest.mark.parametrize("rule", [RopeScaling("linear", factor=4.0), RopeScaling("ntk", factor=4.0),
+                                  RopeScaling("yarn", factor=4.0, original_max_len=16, beta_fast=8.0, beta_slow=0.5),
+                                  RopeScaling("dynamic", factor=2.0, original_max_len=16)])
+def test_one_record_means_the_same_everywhere(rule):
+    """The record, its loose arguments, the model that holds it and with_rope_scaling agree."""
+    loose = dict(scaling=rule.kind, factor=rule.factor, original_max_len=rule.original_max_len)
+    if rule.kind == "yarn":
+        loose.update(beta_fast=rule.beta_fast, beta_slow=rule.beta_slow)
+    assert torch.equal(rope_frequencies(16, scaling=rule, length=40), rope_frequencies(16, **loose, length=40))
+    assert torch.equal(rule.frequencies(16, length=40), rope_frequencies(16, **loose, length=40))
+    model = _rope_model()
+    by_name = with_rope_scaling(model, **loose)
+    by_record = with_rope_scaling(model, rule)
+    assert by_name.config == by_record.config and by_record.config.rope_scaling == rule
+    tokens = torch.randint(0, 8, (2, 40), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(by_name(tokens), by_record(tokens))
+    with pytest.raises(ValueError, match="RopeScaling"):
+        rope_frequencies(16, scaling=rule, factor=2.0)
+    with pytest.raises(ValueError, match="factor"):
+        with_rope_scaling(model, rule, factor=2.0)

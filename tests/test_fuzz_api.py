@@ -57,6 +57,7 @@ from course_utils import _validate  # noqa: E402
 from course_utils import widgets  # noqa: E402
 from course_utils.attention_positions import OffsetHead  # noqa: E402
 from course_utils.combine import Recovery  # noqa: E402
+from course_utils.extension import RopeScaling  # noqa: E402
 from course_utils.decomposition import FourTerms  # noqa: E402
 from course_utils.layers import LayerProfile, ResidualFeatures  # noqa: E402
 from course_utils.models import (ATTENTION_CODES, COMBINES, INPUT_CODES, POSITIONS, ModelConfig,  # noqa: E402
@@ -702,7 +703,21 @@ def _expect_pair_values(rule) -> Callable:
 
 
 def _expect_scaled(kw, out):
-    assert isinstance(out, TinyTransformer) and out.config.rope_scaling == kw["scaling"]
+    rule = out.config.rope_scaling
+    assert isinstance(out, TinyTransformer) and (rule is None if kw["scaling"] is None else rule.kind == kw["scaling"])
+
+
+@st.composite
+def _rope_scaling_kwargs(draw):
+    kind = draw(st.sampled_from(("linear", "ntk", "dynamic", "yarn")))
+    kwargs = dict(kind=kind, factor=draw(st.floats(1, 64)), original_max_len=draw(st.integers(1, 4096)))
+    if kind == "yarn":
+        kwargs.update(beta_fast=draw(st.floats(4, 64)), beta_slow=draw(st.floats(0.1, 2)))
+    return kwargs
+
+
+def _expect_rule(kw, out):
+    assert isinstance(out, RopeScaling) and out.kind == kw["kind"] and out.factor == kw["factor"]
 
 
 def _expect_converted(kw, out):
@@ -1130,8 +1145,7 @@ CASES: dict[str, Case] = {
         dict(vocab_size=Size(1), d_model=Size(1), n_heads=Int(1), n_layers=Size(0), max_len=Size(1),
              position=Choice(POSITIONS), combine=Choice(COMBINES), position_scale=Real(), d_position=ANY,
              causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1),
-             alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY, rope_factor=ANY, rope_original_max_len=ANY,
-             rope_beta_fast=ANY, rope_beta_slow=ANY),
+             alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY),
         _expect_config),
     "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
                            lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
@@ -1211,6 +1225,9 @@ CASES: dict[str, Case] = {
         dict(d=Size(1), base=Real(positive=True), scaling=ANY, factor=ANY, original_max_len=ANY, length=ANY,
              beta_fast=Real(positive=True), beta_slow=Real(positive=True)),
         _expect_pair_values(lambda out: (out > 0).all())),
+    "RopeScaling": Case(_rope_scaling_kwargs(),
+                        dict(kind=Choice(("linear", "ntk", "dynamic", "yarn")), factor=ANY, original_max_len=ANY,
+                             beta_fast=ANY, beta_slow=ANY), _expect_rule),
     "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True),
                                              layout=Choice(("interleaved", "halves")), rotary_dim=ANY,
                                              frequencies=ANY),

@@ -148,3 +148,21 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "_graph", lambda: fake)
     with pytest.raises(AssertionError, match="rope.py:1 imports models"):
         test_every_import_runs_down_or_across()
+
+
+@pytest.mark.parametrize("old, name, new", [
+    ("attention_positions", "alibi_bias", "biases"), ("attention_positions", "alibi_slopes", "biases"),
+    ("attention_positions", "RelativeBias", "biases"), ("attention_positions", "rope_rotate", "rope"),
+    ("vision", "rope_rotate_2d", "grid_codes"), ("vision", "RESIZE_MODES", "grid_codes"),
+])
+def test_a_moved_name_still_imports_from_its_old_module_with_a_warning(old, name, new):
+    """Names that 0.2 moved down a floor stay importable where they were, for a release, and the
+    warning says where they live now (CHANGELOG.md lists every move)."""
+    import importlib
+
+    old_module, new_module = (importlib.import_module(f"course_utils.{m}") for m in (old, new))
+    with pytest.warns(DeprecationWarning, match=rf"course_utils\.{old}\.{name} moved to course_utils\.{new}\.{name}"):
+        value = getattr(old_module, name)
+    assert value is getattr(new_module, name)
+    with pytest.raises(AttributeError):
+        getattr(old_module, "no_such_name")

@@ -123,3 +123,13 @@ def test_make_fuzz_runs_every_hypothesis_file_with_a_printed_random_seed():
     for path in sorted((ROOT / "tests").glob("test_*.py")):
         if "\nfrom hypothesis import" in path.read_text():
             assert f"tests/{path.name}" in listed, f"make fuzz misses {path.name}"
+
+
+def test_the_package_version_is_pyprojects_and_the_changelog_names_it():
+    import tomllib
+
+    import course_utils
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert course_utils.__version__ == version
+    assert f"## {version}" in (ROOT / "CHANGELOG.md").read_text(), "CHANGELOG.md needs a section for this version"
