@@ -6,9 +6,9 @@ A lesson imports what it needs from here:
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), biases and
-attention_positions (10), rope and model_edits (11), extension (12), grid_codes and vision (13),
-text (14); attention, models, tasks, training, probes, plots, widgets, display and session are
-shared by all, and checks holds the homework checks.
+attention_positions (10), rope and model_edits (11), extension (12), grid_codes, digits, vit and
+vision (13), text (14); attention, models, tasks, training, probes, plots, widgets, display and
+session are shared by all, and checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -16,13 +16,13 @@ table):
 
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
-             attention, probes, tasks, combine
+             attention, probes, tasks, digits, combine
                                             position math and measurements, free of models
-    floor 3  models                         the transformer built from a ModelConfig
+    floor 3  models, vit                    the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text
                                             work on models: edit, measure, read, feed
-    floor 5  training                       the training loop
-    floor 6  vision                         lesson 13's grid models and their training
+    floor 5  training                       the one training loop: tasks, texts, images
+    floor 6  vision                         lesson 13's measurements of a trained ViT
     floor 7  plots, widgets                 figures and explorers
     floor 8  __init__                       this namespace
 
@@ -66,7 +66,9 @@ from .text import (load_text_corpus, loss_by_position, text_batch,
                    text_windows)
 from .training import accuracy_by_position, evaluate, train
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
-from .vision import evaluate_vit, load_digits_patches, TinyViT, train_vit, vit_features
+from .digits import load_digits_patches
+from .vision import evaluate_vit, train_vit, vit_features  # train_vit: deprecated, kept out of __all__
+from .vit import TinyViT
 
 __all__ = [
     "accuracy_by_position",
@@ -166,7 +168,6 @@ __all__ = [
     "TinyViT",
     "token_recovery",
     "train",
-    "train_vit",
     "uniform_causal_weights",
     "variance_explained",
     "vit_features",

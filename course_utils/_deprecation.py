@@ -7,16 +7,18 @@ import warnings
 from collections.abc import Callable
 
 
-def moved(old_module: str, names: dict[str, object], *, since: str, home: str = "course_utils"
-          ) -> Callable[[str], object]:
+def moved(old_module: str, names: dict[str, object], *, since: str) -> Callable[[str], object]:
     """A module-level ``__getattr__`` for ``old_module`` that hands out ``names`` with a
-    DeprecationWarning naming where each now lives (its ``__module__``; ``home`` for constants),
-    and raises AttributeError for anything else."""
+    DeprecationWarning naming where each now lives: a function's or class's ``__module__``; for a
+    constant, give the pair (value, new module's name). Anything else raises AttributeError."""
 
     def __getattr__(name: str) -> object:
         if name in names:
             value = names[name]
-            new_module = getattr(value, "__module__", None) if callable(value) else home
+            if callable(value):
+                new_module = value.__module__
+            else:
+                value, new_module = value
             warnings.warn(f"{old_module}.{name} moved to {new_module}.{name} in course_utils {since}: import it "
                           f"from there, or from course_utils", DeprecationWarning, stacklevel=2)
             return value

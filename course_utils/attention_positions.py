@@ -82,12 +82,14 @@ class OffsetHead:
 
     head: its index h; weights [n, n]: its attention on the tokens (averaged over the batch);
     on_offset [n]: its weight on key t − offset at each query t (0 where there is none);
-    score: the mean of on_offset over the queries it was chosen on."""
+    score: the mean of on_offset over the queries it was chosen on; layer_weights
+    [n_heads, n, n]: every head of the layer, averaged over the batch, to compare with."""
 
     head: int
     weights: torch.Tensor
     on_offset: torch.Tensor
     score: float
+    layer_weights: torch.Tensor
 
 
 def offset_head(model: TinyTransformer, tokens: torch.Tensor, offset: int, *, layer: int = 0,
@@ -95,9 +97,10 @@ def offset_head(model: TinyTransformer, tokens: torch.Tensor, offset: int, *, la
     """Find a model's "offset head": run ``model`` on ``tokens`` [batch, n], average layer
     ``layer``'s attention over the batch, and pick the head with the largest mean weight on key
     t − ``offset`` over the query positions ``queries`` (default offset .. n − 1, every query
-    that has such a key). Lesson 11's "weight on t − 1" is ``offset_head(model, tokens, 1).score``;
-    lesson 12's copy head is ``offset_head(model, tokens, K, queries=range(K, L))``, and
-    ``attention_entropy(head.weights)`` how spread it is at each query.
+    that has such a key). Lesson 10's previous-token head is ``offset_head(model, tokens, 1,
+    queries=range(15, 16))``; lesson 11's "weight on t − 1" is ``offset_head(model, tokens,
+    1).score``; lesson 12's copy head is ``offset_head(model, tokens, K, queries=range(K, L))``,
+    and ``attention_entropy(head.weights)`` how spread it is at each query.
     """
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
@@ -119,4 +122,4 @@ def offset_head(model: TinyTransformer, tokens: torch.Tensor, offset: int, *, la
     on_offset = attention_at_offset(weights, offset)
     means = on_offset[:, queries.start:queries.stop:queries.step].mean(1)
     head = int(means.argmax())
-    return OffsetHead(head, weights[head], on_offset[head], means[head].item())
+    return OffsetHead(head, weights[head], on_offset[head], means[head].item(), weights)

@@ -27,7 +27,7 @@ from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS, sinusoidal_encoding
 from .extension import RopeScaling, rope_frequencies
 from .naive import integer_encoding, normalised_encoding
-from .rope import rope_rotate
+from .rope import rotate_pairs
 
 INPUT_CODES = ("sinusoidal", "learned", "integer", "normalised")
 ATTENTION_CODES = ("rope", "alibi", "relative")
@@ -330,12 +330,17 @@ class TinyTransformer(nn.Module):
         rule, d_head = config.rope_scaling, config.d_model // config.n_heads
         omega = rope_frequencies(d_head) if rule is None else rule.frequencies(d_head, length=start + n)
         scale = 1.0 if rule is None else rule.attention_scale
-        layout = config.rope_layout
-        return lambda x: scale * rope_rotate(x, positions=positions, layout=layout, frequencies=omega)
+        angles = positions[:, None] * omega[None, :]  # what rope_rotate makes, made once per forward pass
+        cos, sin, layout = torch.cos(angles), torch.sin(angles), config.rope_layout
+        return lambda x: scale * rotate_pairs(x, cos, sin, layout=layout)
 
     def forward(self, tokens: torch.Tensor, *, details: bool = False, start: int = 0):
         tokens = self._check_tokens(tokens)
         start = self._check_start(start, tokens.shape[1])
+        return self._run(tokens, start, details)
+
+    def _run(self, tokens: torch.Tensor, start: int = 0, details: bool = False):
+        """forward without the argument checks (training.train runs it under torch.func.vmap)."""
         n = tokens.shape[1]
         mask = causal_mask(n).to(tokens.device) if self.config.causal else None
         bias = self.attention_bias(n)

@@ -1,24 +1,33 @@
-"""Training and evaluating a TinyTransformer on a toy task, reproducibly.
+"""The course's one training loop, for every model and every kind of data, reproducibly.
 
-train() draws fresh batches from a seeded generator every step, with a length drawn from
-``lengths`` for each batch, and shows a notebook-aware progress bar. The batches come from a toy
-task (a name such as "previous_token") or from a text (a 1-D tensor of character ids, lesson 14:
-windows of it, each position predicting the next character). Fixed seeds give identical
-histories run to run (with setup() having set one thread and deterministic algorithms).
+``train(model, task)`` trains a TinyTransformer on a toy task (a name such as "previous_token")
+or on a text (a 1-D tensor of character ids, lesson 14: random windows, each position
+predicting the next character), and a TinyViT on images ((patches, labels), lesson 13). Each
+step draws a fresh batch from a seeded generator and takes one AdamW step, with a constant
+learning rate or a warm-up and linear decay (``schedule``), under a notebook-aware progress bar.
+A list of models of one design with a list of seeds trains side by side: one vectorised pass
+per step (torch.func.vmap), each model on its own batches, as training it alone gives up to
+float rounding. Fixed seeds give identical histories run to run (with setup() having set one
+thread and deterministic algorithms).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from . import _validate
 from .models import TinyTransformer
 from .tasks import TASKS, make_batch, n_classes
 from .text import _ids, text_batch
+from .vit import TinyViT, checked_images
+
+SCHEDULES = ("constant", "warmup_linear")
 
 
 @dataclass
@@ -98,64 +107,246 @@ def _loss_and_accuracy(model: TinyTransformer, batch) -> tuple[torch.Tensor, flo
     return loss, accuracy
 
 
-def train(
-    model: TinyTransformer,
-    task: str | torch.Tensor,
-    *,
-    steps: int = 300,
-    batch_size: int = 32,
-    lengths: tuple[int, int] = (8, 16),
-    lr: float = 3e-3,
-    seed: int = 0,
-    offset: int = 2,
-    bos: bool = False,
-    progress: bool = True,
-) -> History:
-    """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
+@dataclass
+class _Images:
+    """Batches of images for a TinyViT: each generator deals the images in a fresh shuffled order,
+    batch_size at a time, and shuffles again when fewer than batch_size are left."""
 
-    Each step draws a batch of ``batch_size`` sequences whose length is drawn from
-    ``lengths`` = (shortest, longest), inclusive. ``task`` is a toy task's name, or a text: a
-    1-D tensor of character ids (lesson 14), whose batches are random windows (text_batch) and
-    whose targets are the next characters (the model must be causal). ``offset`` (for
-    "copy_offset") and ``bos`` (start every sequence with marker token 0) are passed to
-    make_batch; a text ignores them.
-    """
-    text = isinstance(task, torch.Tensor)
-    if text:
-        task, (shortest, longest) = _check_model_text(model, task, lengths, batch_size)
-    else:
-        task, (shortest, longest) = _check_model_task(model, task, lengths, batch_size)
-    steps = _validate.steps(steps, "steps")
-    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
-    lr = _validate.real(lr, "lr", positive=True)
-    if lr > 1:
-        raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), got {lr}")
-    seed = _validate.seed(seed)
-    progress = _validate.flag(progress, "progress")
-    offset = _validate.integer(offset, "offset", minimum=1)
-    bos = _validate.flag(bos, "bos")
-    generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    patches: torch.Tensor
+    labels: torch.Tensor
+    batch_size: int
+    orders: dict = field(default_factory=dict)
+
+    def rows(self, generator: torch.Generator) -> torch.Tensor:
+        order = self.orders.get(id(generator), torch.empty(0, dtype=torch.long))
+        if order.numel() < self.batch_size:
+            order = torch.randperm(self.patches.shape[0], generator=generator)
+        self.orders[id(generator)] = order[self.batch_size:]
+        return order[:self.batch_size]
+
+
+class _Source:
+    """Where a model's batches come from: a toy task, a text or images, checked against the model."""
+
+    def __init__(self, model, task, lengths, batch_size: int, offset: int, bos: bool):
+        self.offset, self.bos = offset, bos
+        if isinstance(model, TinyViT):
+            if not isinstance(task, (tuple, list)) or len(task) != 2 \
+                    or not all(isinstance(part, torch.Tensor) for part in task):
+                raise TypeError("task must be a pair of tensors (patches [N, n, patch_dim], labels [N]) to "
+                                f"train a TinyViT, got {type(task).__name__}")
+            try:
+                patches, labels = checked_images(model, *task)
+            except (TypeError, ValueError) as error:  # name the argument the caller passed
+                raise type(error)(f"task (patches, labels): {error}") from None
+            self.kind, self.desc = "images", "training the ViT"
+            self.images = _Images(patches, labels, min(batch_size, patches.shape[0]))
+            _validate.size_budget(self.images.batch_size * model.n_heads * patches.shape[1] ** 2,
+                                  "the attention weights [batch_size, n_heads, n, n]")
+            self.lengths = (patches.shape[1],) * 2
+            return
+        if isinstance(task, torch.Tensor):
+            self.task, self.lengths = _check_model_text(model, task, lengths, batch_size)
+            self.kind, self.desc = "text", "training on text"
+        else:
+            self.task, self.lengths = _check_model_task(model, task, lengths, batch_size)
+            self.kind, self.desc = "task", f"training on {self.task}"
+        self.batch_size, self.vocab_size = batch_size, model.config.vocab_size
+
+    def draw(self, generator: torch.Generator):
+        """One batch: (inputs, targets, scored) — tokens [b, n], next ids [b, n], mask [b, n] for
+        a task or a text; patches [b, n, patch_dim], labels [b], None for images."""
+        if self.kind == "images":
+            rows = self.images.rows(generator)
+            return self.images.patches[rows], self.images.labels[rows], None
+        length = int(torch.randint(self.lengths[0], self.lengths[1] + 1, (1,), generator=generator))
+        if self.kind == "text":
+            batch = text_batch(self.task, batch_size=self.batch_size, length=length, generator=generator)
+        else:
+            batch = make_batch(self.task, batch_size=self.batch_size, length=length, vocab_size=self.vocab_size,
+                               generator=generator, offset=self.offset, bos=self.bos)
+        return batch.tokens, batch.targets, batch.scored
+
+
+def _schedule(optimiser, schedule: str, steps: int):
+    """"warmup_linear": the learning rate rises linearly to lr over the first tenth of the steps,
+    then falls linearly to 0; "constant": no scheduler."""
+    if schedule == "constant":
+        return None
+    warmup = max(1, steps // 10)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: min((step + 1) / warmup, (steps - step) / max(1, steps - warmup)))
+
+
+def _same_design(models) -> list:
+    if not models or not all(isinstance(m, (TinyTransformer, TinyViT)) for m in models):
+        raise TypeError("model must be a TinyTransformer or a TinyViT, or a non-empty list of them")
+    first = models[0]
+    shapes = {name: p.shape for name, p in first.named_parameters()}
+    design = (lambda m: (type(m), m.config) if isinstance(m, TinyTransformer) else (type(m), m.position, m.grid, m.base))
+    for other in models[1:]:
+        if design(other) != design(first) or {name: p.shape for name, p in other.named_parameters()} != shapes:
+            raise ValueError("model: models trained together must have the same design (configuration, widths, "
+                             "layers); only their seeds may differ")
+    if len({id(m) for m in models}) != len(models):
+        raise ValueError("model: the list holds the same model twice")
+    return list(models)
+
+
+def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: int, progress: bool) -> History:
     history = History()
     model.train()
-    desc = "training on text" if text else f"training on {task}"
-    bar = tqdm(range(steps), desc=desc, disable=not progress, leave=False)
+    bar = tqdm(range(steps), desc=source.desc, disable=not progress, leave=False)
     for _ in bar:
-        length = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
-        if text:
-            batch = text_batch(task, batch_size=batch_size, length=length, generator=generator)
+        inputs, targets, scored = source.draw(generator)
+        if scored is None:  # images: one label per image
+            logits = model(inputs)
+            loss = nn.functional.cross_entropy(logits, targets)
+            accuracy = (logits.argmax(dim=-1) == targets).float().mean().item()
         else:
-            batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
-                               generator=generator, offset=offset, bos=bos)
-        loss, accuracy = _loss_and_accuracy(model, batch)
+            loss, accuracy = _loss_and_accuracy(model, _Batch(inputs, targets, scored))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
+        if scheduler is not None:
+            scheduler.step()
         history.loss.append(loss.item())
         history.accuracy.append(accuracy)
         bar.set_postfix(loss=f"{loss.item():.3f}", accuracy=f"{accuracy:.2f}", refresh=False)
     model.eval()
     return history
+
+
+@dataclass
+class _Batch:
+    tokens: torch.Tensor
+    targets: torch.Tensor
+    scored: torch.Tensor
+
+
+class _Unchecked(nn.Module):
+    """A model's forward pass without its argument checks: what torch.func.vmap runs."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.model, TinyViT):
+            return self.model._run(inputs, self.model.grid, 1.0)
+        return self.model._run(inputs)
+
+
+def _train_side_by_side(models, source: _Source, generators, lr: float, schedule: str, steps: int,
+                        progress: bool) -> list[History]:
+    for m in models:
+        m.train()
+    params, buffers = stack_module_state(models)  # [models, ...] copies of every weight
+    template = _Unchecked(copy.deepcopy(models[0]).to("meta"))
+    names = {name: "model." + name for name in params}
+
+    def logits_of(p, b, x):
+        return functional_call(template, ({names[k]: v for k, v in p.items()},
+                                          {"model." + k: v for k, v in b.items()}), (x,))
+
+    optimiser = torch.optim.AdamW(params.values(), lr=lr, weight_decay=0.0, foreach=True)
+    scheduler = _schedule(optimiser, schedule, steps)
+    histories = [History() for _ in models]
+    for _ in tqdm(range(steps), desc=source.desc, disable=not progress, leave=False):
+        drawn = [source.draw(generator) for generator in generators]
+        inputs = torch.stack([d[0] for d in drawn])
+        targets = torch.stack([d[1] for d in drawn])
+        logits = vmap(logits_of)(params, buffers, inputs)  # [models, batch, (n,) classes]
+        if drawn[0][2] is None:  # images: [models, batch, classes]
+            losses = nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none").mean(dim=1)
+            correct = (logits.argmax(dim=-1) == targets).float().mean(dim=1)
+        else:  # tokens: [models, batch, n, classes], the mean over each model's scored positions
+            scored = torch.stack([d[2] for d in drawn]).float()
+            per_token = nn.functional.cross_entropy(logits.permute(0, 3, 1, 2), targets, reduction="none")
+            losses = (per_token * scored).sum(dim=(1, 2)) / scored.sum(dim=(1, 2))
+            correct = ((logits.argmax(dim=-1) == targets).float() * scored).sum(dim=(1, 2)) / scored.sum(dim=(1, 2))
+        optimiser.zero_grad()
+        losses.sum().backward()  # each model's gradient comes from its own loss only
+        optimiser.step()
+        if scheduler is not None:
+            scheduler.step()
+        for history, loss, accuracy in zip(histories, losses.tolist(), correct.tolist()):
+            history.loss.append(loss)
+            history.accuracy.append(accuracy)
+    with torch.no_grad():
+        for i, m in enumerate(models):
+            for name, p in m.named_parameters():
+                p.copy_(params[name][i])
+            m.eval()
+    return histories
+
+
+def train(
+    model,
+    task,
+    *,
+    steps: int = 300,
+    batch_size: int = 32,
+    lengths: tuple[int, int] = (8, 16),
+    lr: float = 3e-3,
+    seed=0,
+    offset: int = 2,
+    bos: bool = False,
+    schedule: str = "constant",
+    progress: bool = True,
+) -> History | list[History]:
+    """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
+
+    model: a TinyTransformer or a TinyViT. task: for a TinyTransformer, a toy task's name or a
+    text, a 1-D tensor of character ids (lesson 14), whose batches are random windows
+    (text_batch) and whose targets are the next characters (the model must be causal); for a
+    TinyViT, a pair (patches [N, n, patch_dim], labels [N]) of images, dealt batch_size at a
+    time in a shuffled order (a fresh shuffle whenever they run out). Each step's sequences have
+    a length drawn from ``lengths`` = (shortest, longest), inclusive (not used by images).
+    ``offset`` (for "copy_offset") and ``bos`` (start every sequence with marker token 0) are
+    passed to make_batch; a text and images ignore them. schedule: "constant" (lr throughout)
+    or "warmup_linear" (up to lr over the first tenth of the steps, then linearly down to 0).
+
+    Several seeds side by side: ``model`` a list of models of one design (only their seeds
+    differ) and ``seed`` a list with one seed per model; each draws its own batches from its own
+    seed, and all take one vectorised step together (torch.func.vmap): each model sees the
+    batches, and does the arithmetic, of training it alone, in a fraction of the time. The sums
+    run in another order, so losses agree to float rounding (about 1e-6), and a weight whose
+    gradient is near zero can move by a fraction of lr differently (Adam divides by the
+    gradient's size). Sequences must then have one length (lengths = (n, n)). Returns one
+    History per model. The models end in eval mode.
+    """
+    side_by_side = isinstance(model, (list, tuple))
+    models = _same_design(list(model)) if side_by_side else [model]
+    if not isinstance(models[0], (TinyTransformer, TinyViT)):
+        raise TypeError(f"model must be a TinyTransformer or a TinyViT (or a list of them), got "
+                        f"{type(models[0]).__name__}")
+    batch_size = _validate.integer(batch_size, "batch_size", minimum=1)
+    offset = _validate.integer(offset, "offset", minimum=1)
+    bos = _validate.flag(bos, "bos")
+    source = _Source(models[0], task, lengths, batch_size, offset, bos)
+    steps = _validate.steps(steps, "steps")
+    lr = _validate.real(lr, "lr", positive=True)
+    if lr > 1:
+        raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), got {lr}")
+    schedule = _validate.choice(schedule, "schedule", SCHEDULES)
+    progress = _validate.flag(progress, "progress")
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    if side_by_side != isinstance(seed, (list, tuple)) or len(seeds) != len(models):
+        raise ValueError("seed must be one seed for one model, or a list with one seed per model")
+    generators = [torch.Generator().manual_seed(_validate.seed(s)) for s in seeds]
+    if not side_by_side:
+        optimiser = torch.optim.AdamW(models[0].parameters(), lr=lr, weight_decay=0.0)
+        return _train_one(models[0], source, generators[0], optimiser, _schedule(optimiser, schedule, steps), steps,
+                          progress)
+    if source.lengths[0] != source.lengths[1]:
+        raise ValueError(f"lengths must be one length (n, n) to train models side by side (their batches are "
+                         f"stacked), got {tuple(source.lengths)}")
+    _validate.size_budget(len(models) * batch_size * models[0].n_heads * source.lengths[1] ** 2
+                          if isinstance(models[0], TinyViT) else
+                          len(models) * batch_size * models[0].config.n_heads * source.lengths[1] ** 2,
+                          "the attention weights [models, batch_size, n_heads, n, n]")
+    return _train_side_by_side(models, source, generators, lr, schedule, steps, progress)
 
 
 @torch.no_grad()

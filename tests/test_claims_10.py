@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-from course_utils import (ModelConfig, TinyTransformer, alibi_bias, attention_at_offset,
+from course_utils import (ModelConfig, TinyTransformer, alibi_bias, attention_at_offset, offset_head,
                           attention_beyond, evaluate, make_batch, train, uniform_causal_weights)
 
 SEEDS = (3, 4, 5)
@@ -71,9 +71,8 @@ def attention(runs):
     for seed in SEEDS:
         out[seed] = {}
         for code in ATTENTION:
-            with torch.no_grad():
-                weights = runs[seed][code][1](tokens, details=True).attention_weights[0].mean(0)
-            head = attention_at_offset(weights, 1)[:, 15].argmax().item()
+            found = offset_head(runs[seed][code][1], tokens, 1, queries=range(15, 16))
+            head, weights = found.head, found.layer_weights
             out[seed][code] = dict(
                 head=head,
                 own_15=attention_at_offset(weights, 0)[head, 15].item(),

@@ -9,7 +9,7 @@ seeds of a code side by side. Every assertion is a statement of the lesson, with
 import pytest
 import torch
 
-from course_utils import TinyViT, evaluate_vit, layer_profile, load_digits_patches, logistic_probe, train_vit, \
+from course_utils import TinyViT, evaluate_vit, layer_profile, load_digits_patches, logistic_probe, train, \
     vit_features
 
 SEEDS = (3, 4, 5)
@@ -28,8 +28,8 @@ def models(data):
     trained = {}
     for code in CODES:
         group = [TinyViT(position=code, seed=seed) for seed in SEEDS]
-        train_vit(group, small.train_patches, small.train_labels, steps=100, batch_size=64, lr=2e-2,
-                  seed=list(SEEDS), progress=False)
+        train(group, (small.train_patches, small.train_labels), steps=100, batch_size=64, lr=2e-2,
+              seed=list(SEEDS), schedule="warmup_linear", progress=False)
         trained.update({(code, seed): model for seed, model in zip(SEEDS, group)})
     return trained
 

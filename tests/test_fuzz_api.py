@@ -814,7 +814,9 @@ def _setup(**kw):
 
 
 def _expect_history(kw, out):
-    assert isinstance(out, History) and len(out.loss) == len(out.accuracy) == kw["steps"]
+    histories = out if isinstance(kw["model"], list) else [out]
+    assert len(histories) == (len(kw["model"]) if isinstance(kw["model"], list) else 1)
+    assert all(isinstance(h, History) and len(h.loss) == len(h.accuracy) == kw["steps"] for h in histories)
 
 
 def _expect_features(kw, out):
@@ -1288,7 +1290,8 @@ CASES: dict[str, Case] = {
     "train": Case(
         st.one_of(_train_kwargs(), _train_text_kwargs()),
         dict(model=MODEL, task=ANY, steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
-             seed=Seed(), offset=Int(1), bos=Bool(), progress=Bool()),
+             seed=Seed(), offset=Int(1), bos=Bool(), schedule=Choice(("constant", "warmup_linear")),
+             progress=Bool()),
         _expect_history, examples=15, partners=("model", "task", "lengths")),
     "text_batch": Case(
         _text_batch_kwargs(),
@@ -1312,7 +1315,8 @@ CASES: dict[str, Case] = {
 # --- lesson 13: positions on a grid (course_utils.vision) ------------------------------------------
 
 from course_utils.grid_codes import RESIZE_MODES  # noqa: E402
-from course_utils.vision import GRID_CODES, DigitPatches, TinyViT  # noqa: E402
+from course_utils.digits import DigitPatches  # noqa: E402
+from course_utils.vit import GRID_CODES, TinyViT  # noqa: E402
 
 
 def _vit(position="learned", **overrides) -> TinyViT:
@@ -1358,12 +1362,6 @@ def _train_vit_kwargs(draw):
     seed = [draw(seeds) for _ in group] if together else draw(seeds)
     return dict(model=group if together else group[0], patches=patches, labels=labels, steps=draw(st.integers(1, 2)),
                 batch_size=draw(small), lr=draw(st.floats(1e-4, 1e-2)), seed=seed, progress=False)
-
-
-def _expect_histories(kw, out):
-    histories = out if isinstance(kw["model"], list) else [out]
-    assert len(histories) == (len(kw["model"]) if isinstance(kw["model"], list) else 1)
-    assert all(isinstance(h, History) and len(h.loss) == kw["steps"] for h in histories)
 
 
 @st.composite
@@ -1458,15 +1456,35 @@ VISION_CASES = {
              spacing=ANY),
         lambda kw, out: shape_is(kw["patches"].shape[0], kw["n_classes"])(out), call=_tiny_vit,
         partners=("grid", "patches", "patch_dim", "d_model", "n_heads")),
-    "train_vit": Case(
-        _train_vit_kwargs(),
-        dict(model=ANY, patches=ANY, labels=ANY, steps=Steps(1), batch_size=Int(1), lr=Real(positive=True),
-             seed=ANY, progress=Bool()),
-        _expect_histories, examples=15, partners=("model", "patches", "labels", "seed")),
     "vit_features": Case(_vit_features_kwargs(), dict(model=Instance(TinyViT), patches=ANY, labels=ANY),
                          _expect_vit_features, partners=("model", "patches", "labels"), examples=15),
 }
 CASES.update(VISION_CASES)
+
+
+@st.composite
+def _train_images_kwargs(draw):
+    """train on images: a TinyViT, or several side by side."""
+    kw = draw(_train_vit_kwargs())
+    return dict(model=kw["model"], task=(kw["patches"], kw["labels"]), steps=kw["steps"], batch_size=kw["batch_size"],
+                lr=kw["lr"], seed=kw["seed"], schedule=draw(st.sampled_from(("constant", "warmup_linear"))),
+                progress=False)
+
+
+@st.composite
+def _train_side_by_side_kwargs(draw):
+    """train several TinyTransformers of one design side by side on one sequence length."""
+    position = draw(st.sampled_from(sorted(POSITIONS)))
+    group = [_tiny_model(position=position) for _ in range(draw(st.integers(1, 3)))]
+    length = draw(st.integers(1, 5))
+    return dict(model=group, task="reverse", steps=draw(st.integers(1, 2)), batch_size=draw(st.integers(1, 3)),
+                lengths=(length, length), lr=draw(st.floats(1e-4, 1e-2)), seed=[draw(seeds) for _ in group],
+                schedule=draw(st.sampled_from(("constant", "warmup_linear"))), progress=False)
+
+
+# train, the one loop: toy tasks and texts (above), images, and several models side by side.
+CASES["train"] = dataclasses.replace(CASES["train"], valid=st.one_of(
+    _train_kwargs(), _train_text_kwargs(), _train_images_kwargs(), _train_side_by_side_kwargs()))
 
 
 # The explorers of course_utils.widgets are public too (a lesson calls them); a name "widgets.X" here.
