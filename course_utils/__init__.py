@@ -68,7 +68,7 @@ from .training import accuracy_by_position, evaluate, train
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 from .vision import evaluate_vit, train_vit, vit_features  # train_vit: deprecated, kept out of __all__
-from .vit import TinyViT
+from .vit import TinyViT, ViTConfig
 
 __all__ = [
     "accuracy_by_position",
@@ -171,6 +171,7 @@ __all__ = [
     "uniform_causal_weights",
     "variance_explained",
     "vit_features",
+    "ViTConfig",
     "weight_back",
     "with_mask",
     "with_rope_scaling",

@@ -183,9 +183,8 @@ def _same_design(models) -> list:
         raise TypeError("model must be a TinyTransformer or a TinyViT, or a non-empty list of them")
     first = models[0]
     shapes = {name: p.shape for name, p in first.named_parameters()}
-    design = (lambda m: (type(m), m.config) if isinstance(m, TinyTransformer) else (type(m), m.position, m.grid, m.base))
     for other in models[1:]:
-        if design(other) != design(first) or {name: p.shape for name, p in other.named_parameters()} != shapes:
+        if (type(other), other.config) != (type(first), first.config) or {name: p.shape for name, p in other.named_parameters()} != shapes:
             raise ValueError("model: models trained together must have the same design (configuration, widths, "
                              "layers); only their seeds may differ")
     if len({id(m) for m in models}) != len(models):

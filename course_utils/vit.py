@@ -7,6 +7,7 @@ and MLP) of models.py, the 2-D position codes of grid_codes.py, and RoPE's one r
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -22,6 +23,54 @@ from .rope import rotate_pairs
 GRID_CODES = ("none", "sinusoidal_1d", "sinusoidal_2d", "learned", "rope_2d")
 
 
+@dataclass(frozen=True)
+class ViTConfig:
+    """Everything that defines a TinyViT, checked when it is made (the grid's ModelConfig).
+
+    position: "none", "sinusoidal_1d", "sinusoidal_2d", "learned" or "rope_2d"; grid: the
+    training grid (rows, columns) of patches; patch_dim: pixels per patch; d_model (divisible by
+    4), n_heads, n_layers, n_classes, d_ff (None: 4·d_model); base: the codes' θ.
+    """
+
+    position: str = "learned"
+    grid: tuple[int, int] = (4, 4)
+    patch_dim: int = 4
+    d_model: int = 32
+    n_heads: int = 2
+    n_layers: int = 1
+    n_classes: int = 10
+    d_ff: int | None = None
+    base: float = 10_000.0
+
+    def __post_init__(self):
+        # The config keeps the checked values (a list grid becomes a tuple), never the raw ones.
+        def keep(name: str, value) -> None:
+            object.__setattr__(self, name, value)
+
+        keep("position", _validate.choice(self.position, "position", GRID_CODES))
+        keep("grid", checked_grid(self.grid))
+        keep("patch_dim", _validate.integer(self.patch_dim, "patch_dim", minimum=1, maximum=4096))
+        keep("d_model", d := checked_d_model_2d(self.d_model))
+        keep("n_heads", n_heads := _validate.integer(self.n_heads, "n_heads", minimum=1))
+        if d % n_heads:
+            raise ValueError(f"d_model must be divisible by n_heads, got d_model {d}, n_heads {n_heads}")
+        if self.position == "rope_2d" and (d // n_heads) % 4:
+            raise ValueError(f"2-D RoPE splits each head in two halves of pairs: d_model / n_heads must be divisible "
+                             f"by 4, got d_model {d}, n_heads {n_heads}")
+        keep("n_layers", n_layers := _validate.integer(self.n_layers, "n_layers", minimum=0, maximum=64))
+        keep("n_classes", n_classes := _validate.integer(self.n_classes, "n_classes", minimum=1, maximum=100_000))
+        if self.d_ff is not None:
+            keep("d_ff", _validate.integer(self.d_ff, "d_ff", minimum=1))
+        keep("base", _validate.real(self.base, "base", positive=True))
+        d_ff = self.d_ff or 4 * d
+        _validate.size_budget(n_layers * (4 * d * d + 2 * d * d_ff) + (self.patch_dim + n_classes) * d,
+                              "the weights (patch_dim, d_model, d_ff, n_layers, n_classes)")
+        _validate.size_budget(self.grid[0] * self.grid[1] * d, "the position table [grid[0]·grid[1], d_model]")
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ViTConfig)}
+
+
 @dataclass
 class ViTOutput:
     """logits [batch, n_classes]; residuals: 2·n_layers + 1 tensors [batch, n, d_model]: the input
@@ -35,6 +84,9 @@ class ViTOutput:
 class TinyViT(nn.Module):
     """A tiny vision transformer: patches [batch, n, patch_dim] → logits [batch, n_classes].
 
+    TinyViT(ViTConfig(position="rope_2d"), seed=0), or the same settings as keywords:
+    TinyViT(position="rope_2d", seed=0). ``seed`` makes the initial weights reproducible.
+
     patch embedding (one Linear) ⊕ position code → n_layers of the course's pre-LN ``Block`` →
     LayerNorm → mean over the patches → Linear. Mean pooling, not a class token: every token is
     a patch with a grid position, and without a position code the model is a function of the
@@ -47,36 +99,32 @@ class TinyViT(nn.Module):
     resized bicubically (resize_table). details=True returns a ViTOutput.
     """
 
-    def __init__(self, *, position: str = "learned", grid=(4, 4), patch_dim: int = 4, d_model: int = 32,
-                 n_heads: int = 2, n_layers: int = 1, n_classes: int = 10, d_ff: int | None = None,
-                 base: float = 10_000.0, seed: int = 0):
+    def __init__(self, config: ViTConfig | None = None, *, position: str = "learned", grid=(4, 4),
+                 patch_dim: int = 4, d_model: int = 32, n_heads: int = 2, n_layers: int = 1, n_classes: int = 10,
+                 d_ff: int | None = None, base: float = 10_000.0, seed: int = 0):
         super().__init__()
-        self.position = _validate.choice(position, "position", GRID_CODES)
-        self.grid = checked_grid(grid)
-        patch_dim = _validate.integer(patch_dim, "patch_dim", minimum=1, maximum=4096)
-        self.d_model = checked_d_model_2d(d_model)
-        n_heads = _validate.integer(n_heads, "n_heads", minimum=1)
-        if self.d_model % n_heads:
-            raise ValueError(f"d_model must be divisible by n_heads, got d_model {self.d_model}, n_heads {n_heads}")
-        if position == "rope_2d" and (self.d_model // n_heads) % 4:
-            raise ValueError(f"2-D RoPE splits each head in two halves of pairs: d_model / n_heads must be divisible "
-                             f"by 4, got d_model {self.d_model}, n_heads {n_heads}")
-        self.n_heads = n_heads
-        n_layers = _validate.integer(n_layers, "n_layers", minimum=0, maximum=64)
-        n_classes = _validate.integer(n_classes, "n_classes", minimum=1, maximum=100_000)
-        d_ff = 4 * self.d_model if d_ff is None else _validate.integer(d_ff, "d_ff", minimum=1)
-        self.base = _validate.real(base, "base", positive=True)
+        settings = dict(position=position, grid=grid, patch_dim=patch_dim, d_model=d_model, n_heads=n_heads,
+                        n_layers=n_layers, n_classes=n_classes, d_ff=d_ff, base=base)
+        if config is None:
+            config = ViTConfig(**settings)
+        elif not isinstance(config, ViTConfig):
+            raise TypeError(f"config must be a ViTConfig (or None, with the settings as keywords), got "
+                            f"{type(config).__name__}")
+        elif any(value is not default and not (type(value) is type(default) and value == default)
+                 for value, default in zip(settings.values(), _DEFAULTS.values())):
+            raise ValueError("config: pass a ViTConfig or its settings as keywords, not both")
         seed = _validate.seed(seed)
-        d = self.d_model
-        _validate.size_budget(n_layers * (4 * d * d + 2 * d * d_ff) + (patch_dim + n_classes) * d,
-                              "the weights (patch_dim, d_model, d_ff, n_layers, n_classes)")
-        _validate.size_budget(self.grid[0] * self.grid[1] * d, "the position table [grid[0]·grid[1], d_model]")
-        self.patch_dim = patch_dim
+        self.config = config
+        # the settings the forward pass reads, as attributes (lesson 13 reads model.position, model.grid)
+        self.position, self.grid, self.patch_dim = config.position, config.grid, config.patch_dim
+        self.d_model, self.n_heads, self.base = config.d_model, config.n_heads, config.base
+        d, n_heads, n_layers, n_classes = config.d_model, config.n_heads, config.n_layers, config.n_classes
+        d_ff, patch_dim = config.d_ff or 4 * d, config.patch_dim
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.patch_embedding = nn.Linear(patch_dim, d)
             self.table = (nn.Parameter(0.02 * torch.randn(self.grid[0] * self.grid[1], d))
-                          if position == "learned" else None)
+                          if self.position == "learned" else None)
             self.blocks = nn.ModuleList(Block(d, n_heads, d_ff) for _ in range(n_layers))
             self.ln_final = nn.LayerNorm(d)
             self.head = nn.Linear(d, n_classes)

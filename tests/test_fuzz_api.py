@@ -1316,7 +1316,7 @@ CASES: dict[str, Case] = {
 
 from course_utils.grid_codes import RESIZE_MODES  # noqa: E402
 from course_utils.digits import DigitPatches  # noqa: E402
-from course_utils.vit import GRID_CODES, TinyViT  # noqa: E402
+from course_utils.vit import GRID_CODES, TinyViT, ViTConfig  # noqa: E402
 
 
 def _vit(position="learned", **overrides) -> TinyViT:
@@ -1451,11 +1451,17 @@ VISION_CASES = {
         _expect_tensor_dtype(lambda kw: (kw["height"] * kw["width"], kw["d_model"]), dtype_kw)),
     "TinyViT": Case(
         _vit_kwargs(),
-        dict(position=Choice(GRID_CODES), grid=ANY, patch_dim=Int(1), d_model=Size(1), n_heads=Int(1),
+        dict(config=ANY, position=Choice(GRID_CODES), grid=ANY, patch_dim=Int(1), d_model=Size(1), n_heads=Int(1),
              n_layers=Int(0), n_classes=Int(1), d_ff=ANY, base=Real(positive=True), seed=Seed(), patches=ANY,
              spacing=ANY),
         lambda kw, out: shape_is(kw["patches"].shape[0], kw["n_classes"])(out), call=_tiny_vit,
         partners=("grid", "patches", "patch_dim", "d_model", "n_heads")),
+    "ViTConfig": Case(
+        _vit_kwargs().map(lambda kw: {k: v for k, v in kw.items() if k not in ("seed", "patches", "spacing")}),
+        dict(position=Choice(GRID_CODES), grid=ANY, patch_dim=Int(1), d_model=Size(1), n_heads=Int(1),
+             n_layers=Int(0), n_classes=Int(1), d_ff=ANY, base=Real(positive=True)),
+        lambda kw, out: isinstance(out, ViTConfig) and all(getattr(out, k) == v for k, v in kw.items()),
+        partners=("d_model", "n_heads", "position")),
     "vit_features": Case(_vit_features_kwargs(), dict(model=Instance(TinyViT), patches=ANY, labels=ANY),
                          _expect_vit_features, partners=("model", "patches", "labels"), examples=15),
 }

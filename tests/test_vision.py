@@ -7,7 +7,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils import (TinyViT, evaluate_vit, grid_positions, load_digits_patches, patchify, resize_table,
+from course_utils import (ViTConfig, TinyViT, evaluate_vit, grid_positions, load_digits_patches, patchify, resize_table,
                           rope_rotate, rope_rotate_2d, sinusoidal_encoding_2d, train, train_vit, vit_features)
 from course_utils.layers import ResidualFeatures, layer_profile
 
@@ -237,3 +237,18 @@ def test_train_vit_is_train_with_lesson_13s_settings_and_warns():
     assert [h.loss for h in got] == [h.loss for h in expected]
     for a, b in zip(by_train[1].parameters(), by_old_name[1].parameters()):
         assert torch.equal(a, b)
+
+
+def test_a_vit_is_built_from_its_config_record():
+    config = ViTConfig(position="rope_2d", grid=[3, 4], d_model=16)
+    assert config.grid == (3, 4) and config.d_ff is None
+    by_record, by_keywords = TinyViT(config, seed=2), TinyViT(position="rope_2d", grid=(3, 4), d_model=16, seed=2)
+    assert by_record.config == by_keywords.config == config
+    for a, b in zip(by_record.parameters(), by_keywords.parameters()):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="config"):
+        TinyViT(config, d_model=64)
+    with pytest.raises(TypeError, match="config"):
+        TinyViT("rope_2d")
+    with pytest.raises(ValueError, match="n_heads"):
+        ViTConfig(position="rope_2d", d_model=16, n_heads=8)  # 2 features a head: no halves of pairs
