@@ -99,9 +99,13 @@ def _check_model_text(model, text, lengths, batch_size) -> tuple[torch.Tensor, t
     return text, (shortest, longest)
 
 
-def _loss_and_accuracy(model: TinyTransformer, batch) -> tuple[torch.Tensor, float]:
-    logits = model(batch.tokens)[batch.scored]
-    targets = batch.targets[batch.scored]
+def _loss_and_accuracy(model, inputs: torch.Tensor, targets: torch.Tensor,
+                       scored: torch.Tensor | None) -> tuple[torch.Tensor, float]:
+    """Mean cross-entropy and accuracy of one batch: over the scored positions of tokens, or over
+    the images (scored None: one label per image)."""
+    logits = model(inputs)
+    if scored is not None:
+        logits, targets = logits[scored], targets[scored]
     loss = nn.functional.cross_entropy(logits, targets)
     accuracy = (logits.argmax(dim=-1) == targets).float().mean().item()
     return loss, accuracy
@@ -197,13 +201,7 @@ def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: i
     model.train()
     bar = tqdm(range(steps), desc=source.desc, disable=not progress, leave=False)
     for _ in bar:
-        inputs, targets, scored = source.draw(generator)
-        if scored is None:  # images: one label per image
-            logits = model(inputs)
-            loss = nn.functional.cross_entropy(logits, targets)
-            accuracy = (logits.argmax(dim=-1) == targets).float().mean().item()
-        else:
-            loss, accuracy = _loss_and_accuracy(model, _Batch(inputs, targets, scored))
+        loss, accuracy = _loss_and_accuracy(model, *source.draw(generator))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -214,13 +212,6 @@ def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: i
         bar.set_postfix(loss=f"{loss.item():.3f}", accuracy=f"{accuracy:.2f}", refresh=False)
     model.eval()
     return history
-
-
-@dataclass
-class _Batch:
-    tokens: torch.Tensor
-    targets: torch.Tensor
-    scored: torch.Tensor
 
 
 class _Unchecked(nn.Module):
