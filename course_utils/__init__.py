@@ -7,7 +7,7 @@ A lesson imports what it needs from here:
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), biases and
 attention_positions (10), rope and model_edits (11), extension (12), grid_codes, digits, vit and
-vision (13), text (14); attention, models, tasks, training, probes, plots, widgets, display and
+vision (13), text and corpus (14); attention, models, tasks, training, probes, plots, widgets, display and
 session are shared by all, and checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
@@ -16,7 +16,7 @@ table):
 
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
-             attention, probes, tasks, digits, combine
+             attention, probes, tasks, digits, combine, corpus
                                             position math and measurements, free of models
     floor 3  models, vit                    the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text

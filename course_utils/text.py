@@ -1,13 +1,16 @@
 """Real text for lesson 14: a character-level corpus that ships with Python, and the loss of a
 language model at every position.
 
-The corpus is ``pydoc_data.topics``: the ~80 documentation topics behind ``help("assert")``,
-about 465,000 characters of English prose and code examples, in the standard library (no
-download). Whole topics go to the training or the held-out text, never parts of one. Some
-topics repeat others verbatim (``customization`` is part of ``specialnames``), so a held-out
-topic that shares more than MAX_SHARED = 5 % of its 64-character passages (SHINGLE) with the
-training text is dropped: the held-out text is unseen prose. Characters are token ids: the ones seen often enough in the training text
-get their own id, every other character the one id UNKNOWN = 0.
+The corpus is English prose that ships with Python (no download): the documentation topics
+behind ``help("assert")`` and the standard library's docstrings, about 1.15 million characters,
+chosen so that the text is the same on every supported Python (course_utils/corpus.py); or, with
+``docstrings=False``, the running Python's ``pydoc_data.topics`` alone, about 465,000 characters.
+Whole units (a topic; all the docstrings of one top-level module) go to the training or the
+held-out text, never parts of one. Some units repeat others verbatim (``customization`` is part
+of ``specialnames``), so a held-out unit that shares more than MAX_SHARED = 5 % of its
+64-character passages (SHINGLE) with the training text is dropped: the held-out text is unseen
+prose. Characters are token ids: the ones seen often enough in the training text get their own
+id, every other character the one id UNKNOWN = 0.
 
 A language model reads characters 0 .. t and predicts character t + 1; its loss at position t is
 the cross-entropy of that prediction in **bits per character**: −log₂ p(true next character).
@@ -16,14 +19,18 @@ Guessing uniformly among V characters costs log₂ V bits; a perfect model 0.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import sys
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 
+import pydoc_data.topics
 import torch
 from torch import nn
 
-from . import _validate
+from . import _validate, corpus
 from .models import TinyTransformer
 from .tasks import Batch
 
@@ -40,8 +47,11 @@ class TextCorpus:
 
     train, held_out: 1-D long tensors of character ids; vocabulary: the characters, id i is
     vocabulary[i] (vocabulary[0] is UNKNOWN_MARK, the id of every rare character);
-    train_topics, held_out_topics: the topic names in each split; dropped_topics: the topics
-    held out at first but dropped because they repeat the training text (see load_text_corpus).
+    train_topics, held_out_topics: the names of the units (topics, docstring units) in each
+    split; dropped_topics: the units held out at first but dropped because they repeat the
+    training text (see load_text_corpus); sha256: the hex sha256 of the training text, the
+    held-out text and the vocabulary (each as its UTF-8 length in 8 bytes, then its UTF-8), so a
+    checkpoint can record which corpus it saw ("" for a corpus built by hand).
     """
 
     train: torch.Tensor
@@ -50,6 +60,7 @@ class TextCorpus:
     train_topics: tuple[str, ...]
     held_out_topics: tuple[str, ...]
     dropped_topics: tuple[str, ...] = ()
+    sha256: str = ""
 
     @property
     def vocab_size(self) -> int:
@@ -118,42 +129,92 @@ def decode_text(ids, vocabulary: str) -> str:
     return "".join(vocabulary[i] for i in values)
 
 
-def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20) -> TextCorpus:
-    """The documentation topics of ``pydoc_data.topics`` as a TextCorpus.
-
-    Topics are sorted by name; every ``held_out_every``-th one (the 1st, 5th, 9th, ... for 4)
-    is held out, the rest make the training text, each topic followed by a blank line. Some
-    topics repeat others verbatim, so a held-out topic with more than MAX_SHARED (5 %) of its
-    SHINGLE (64)-character passages found in the training text is dropped (to
-    ``dropped_topics``, in neither text): the held-out text is unseen prose. The vocabulary is built from the training text alone (``build_vocabulary`` with
-    ``min_count``), so the held-out text may contain UNKNOWN ids, never an unseen id.
-    """
-    from pydoc_data.topics import topics
-
-    held_out_every = _validate.integer(held_out_every, "held_out_every", minimum=2)
-    names = sorted(topics)
-    if held_out_every > len(names):
-        raise ValueError(f"held_out_every must be at most the number of topics ({len(names)}), "
-                         f"got {held_out_every}")
-    first = tuple(name for i, name in enumerate(names) if i % held_out_every == 0)
-    kept = tuple(name for i, name in enumerate(names) if i % held_out_every)
-    train_text = "".join(topics[name].strip() + "\n\n" for name in kept)
+def _split(bodies: dict[str, str], first: tuple[str, ...], min_count: int, *, what: str,
+           held_out_every: int) -> TextCorpus:
+    """The corpus of ``bodies`` ({unit: text}) with the units ``first`` held out at first: the
+    others, sorted by name, make the training text, each followed by a blank line; a held-out unit
+    repeating the training text (the leakage rule) is dropped."""
+    chosen = set(first)
+    kept = tuple(name for name in sorted(bodies) if name not in chosen)
+    train_text = "".join(bodies[name] + "\n\n" for name in kept)
     seen = {train_text[i:i + SHINGLE] for i in range(len(train_text) - SHINGLE + 1)}
 
     def shared(body: str) -> float:
         passages = [body[i:i + SHINGLE] for i in range(len(body) - SHINGLE + 1)]
         return sum(p in seen for p in passages) / len(passages) if passages else 0.0
 
-    held = tuple(name for name in first if shared(topics[name].strip()) <= MAX_SHARED)
+    held = tuple(name for name in first if shared(bodies[name]) <= MAX_SHARED)
     dropped = tuple(name for name in first if name not in held)
     if not held:
-        raise ValueError(f"held_out_every = {held_out_every} leaves no held-out topic that does "
+        raise ValueError(f"held_out_every = {held_out_every} leaves no held-out {what} that does "
                          "not repeat the training text")
-    held_text = "".join(topics[name].strip() + "\n\n" for name in held)
+    held_text = "".join(bodies[name] + "\n\n" for name in held)
     vocabulary = build_vocabulary(train_text, min_count=min_count)
+    digest = hashlib.sha256()
+    for part in (train_text, held_text, vocabulary):
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
     return TextCorpus(train=encode_text(train_text, vocabulary), held_out=encode_text(held_text, vocabulary),
                       vocabulary=vocabulary, train_topics=kept, held_out_topics=held,
-                      dropped_topics=dropped)
+                      dropped_topics=dropped, sha256=digest.hexdigest())
+
+
+def _every(names: list[str], held_out_every: int) -> tuple[str, ...]:
+    return tuple(name for i, name in enumerate(sorted(names)) if i % held_out_every == 0)
+
+
+def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20, docstrings: bool = True) -> TextCorpus:
+    """Real English prose that ships with Python as a TextCorpus, split by unit.
+
+    With ``docstrings=True`` (about 1.15 million characters) the units are the documentation
+    topics of ``pydoc_data.topics`` (``topic:assert``: its paragraphs that are the same on every
+    supported Python) and the standard library's docstrings, one unit per top-level module or
+    package (``doc:email``: every docstring of ``email.*``), as course_utils/corpus.py reads them
+    from the running Python with the listing in course_utils/data/corpus_pieces.json. Topics and
+    docstring units are each sorted by name and every ``held_out_every``-th of each kind (the 1st,
+    5th, 9th, ... for 4) is held out, so both kinds are on both sides. With
+    ``docstrings=False`` the units are the whole pydoc topics of the running Python, named as in
+    ``help()`` (``assert``): about 465,000 characters, the corpus of version 0.2.
+
+    The training text is the other units sorted by name, each followed by a blank line. Some units
+    repeat others verbatim, so a held-out unit with more than MAX_SHARED (5 %) of its SHINGLE
+    (64)-character passages found in the training text is dropped (to ``dropped_topics``, in
+    neither text): the held-out text is unseen prose. The vocabulary is built from the training
+    text alone (``build_vocabulary`` with ``min_count``), so the held-out text may contain UNKNOWN
+    ids, never an unseen id. ``TextCorpus.sha256`` identifies the result (texts and vocabulary).
+
+    A Python that lacks or changed some listed pieces (one newer than the reference Pythons of the
+    listing) still gets a corpus, with a warning naming how many are missing.
+    """
+    held_out_every = _validate.integer(held_out_every, "held_out_every", minimum=2)
+    min_count = _validate.integer(min_count, "min_count", minimum=1)
+    docstrings = _validate.flag(docstrings, "docstrings")
+    if not docstrings:
+        topics = pydoc_data.topics.topics
+        if held_out_every > len(topics):
+            raise ValueError(f"held_out_every must be at most the number of topics ({len(topics)}), "
+                             f"got {held_out_every}")
+        bodies = {name: topics[name].strip() for name in topics}
+        return _split(bodies, _every(list(bodies), held_out_every), min_count, what="topic",
+                      held_out_every=held_out_every)
+    pieces, missing = corpus.load_pieces()
+    if missing:
+        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        warnings.warn(f"{len(missing)} of the {len(pieces) + len(missing)} pieces of the corpus are missing or "
+                      f"changed on Python {sys.version.split()[0]} ({shown}): the corpus differs a little from "
+                      "the one the course's stored checkpoints were trained on, so their held-out numbers may "
+                      "differ slightly", stacklevel=2)
+    parts: dict[str, list[str]] = {}
+    for piece in pieces:
+        parts.setdefault(piece.unit, []).append(piece.text)
+    bodies = {unit: "\n\n".join(texts) for unit, texts in parts.items()}
+    topics = [unit for unit in bodies if unit.startswith("topic:")]
+    modules = [unit for unit in bodies if not unit.startswith("topic:")]
+    if held_out_every > min(len(topics), len(modules)):
+        raise ValueError(f"held_out_every must be at most the number of topics ({len(topics)}) and of "
+                         f"docstring units ({len(modules)}), got {held_out_every}")
+    first = tuple(sorted(_every(topics, held_out_every) + _every(modules, held_out_every)))
+    return _split(bodies, first, min_count, what="unit", held_out_every=held_out_every)
 
 
 def _ids(ids, name: str = "ids", *, vocab_size: int | None = None) -> torch.Tensor:

@@ -24,7 +24,7 @@ def _config(corpus, code: str) -> ModelConfig:
 
 @pytest.fixture(scope="module")
 def corpus():
-    return load_text_corpus()
+    return load_text_corpus(docstrings=False)
 
 
 @pytest.fixture(scope="module")

@@ -1114,8 +1114,9 @@ CASES: dict[str, Case] = {
         dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), ridge=Real(positive=True), seed=Seed()),
         lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
     "load_text_corpus": Case(
-        st.fixed_dictionaries(dict(held_out_every=st.integers(2, 10), min_count=st.integers(1, 50))),
-        dict(held_out_every=Int(2, 79), min_count=Int(1)),
+        st.fixed_dictionaries(dict(held_out_every=st.integers(2, 10), min_count=st.integers(1, 50),
+                                   docstrings=st.booleans())),
+        dict(held_out_every=Int(2, 78), min_count=Int(1), docstrings=Bool()),
         lambda kw, out: isinstance(out, TextCorpus) and out.vocab_size >= 2 and len(out.held_out) > 0,
         examples=3),
     "logistic_probe": Case(

@@ -19,7 +19,7 @@ from course_utils.text import decode_text, encode_text, UNKNOWN, UNKNOWN_MARK, b
 
 @pytest.fixture(scope="module")
 def corpus():
-    return load_text_corpus()
+    return load_text_corpus(docstrings=False)  # the pydoc topics alone, as in version 0.2
 
 
 def _model(position: str = "alibi", *, vocab_size: int = 12, max_len: int = 64, causal: bool = True):
@@ -39,7 +39,7 @@ def test_the_split_is_by_whole_topic_and_deterministic(corpus):
     names = sorted(topics)
     assert tuple(sorted(held | dropped)) == tuple(names[::4])
     assert {"identifiers", "while"} <= dropped and len(held) >= 10
-    again = load_text_corpus()
+    again = load_text_corpus(docstrings=False)
     assert torch.equal(again.train, corpus.train) and torch.equal(again.held_out, corpus.held_out)
     assert again.vocabulary == corpus.vocabulary
 
@@ -88,7 +88,7 @@ def test_a_split_that_leaves_nothing_held_out_is_refused(monkeypatch):
 
     monkeypatch.setattr(pydoc_data.topics, "topics", {"a": "x" * 300, "b": "x" * 300, "c": "x" * 90})
     with pytest.raises(ValueError, match="held_out_every"):
-        load_text_corpus(held_out_every=2, min_count=1)
+        load_text_corpus(held_out_every=2, min_count=1, docstrings=False)
 
 
 def test_the_vocabulary_comes_from_the_training_text(corpus):
@@ -129,6 +129,12 @@ def test_wrong_inputs_are_refused_by_name():
         decode_text(torch.tensor([0.0]), UNKNOWN_MARK + "ab")
     with pytest.raises(ValueError, match="held_out_every"):
         load_text_corpus(held_out_every=1)
+    with pytest.raises(TypeError, match="docstrings"):
+        load_text_corpus(docstrings=1)
+    with pytest.raises(TypeError, match="min_count"):
+        load_text_corpus(min_count=2.0)
+    with pytest.raises(ValueError, match="held_out_every"):
+        load_text_corpus(held_out_every=10_000)
 
 
 # --- windows ---------------------------------------------------------------------------------------
