@@ -9,6 +9,7 @@
 #   make fuzz     the property tests with fresh random examples, many more of them (for authors)
 #   make lock     re-resolve requirements.lock, the verified environment, with uv (for authors)
 #   make binder   rewrite binder/requirements.txt (Binder's environment) from requirements.lock
+#   make pretrain re-make the model zoo (course_utils/zoo/) from its recipes (for authors, ~1 h)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -44,11 +45,11 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test test-exact test-lax unit nbval browser execute student bench site grade-check fuzz lock binder install clean help
+.PHONY: lab test test-exact test-lax unit nbval browser execute student bench site grade-check fuzz lock binder pretrain install clean help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# *//'
+	@sed -n '2,13p' Makefile | sed 's/^# *//'
 
 # An unsupported Python stops here with one sentence, before pip can fail in a long traceback.
 $(BIN)/python:
@@ -89,8 +90,9 @@ lab: $(STAMP)
 # tests/test_browser.py needs Debian's chromium; without it the test is skipped, and said so twice.
 NO_BROWSER_NOTE := command -v chromium > /dev/null || echo "NOTE: chromium is not installed, so the real-browser test (tests/test_browser.py) will be SKIPPED; install it with: sudo apt-get install chromium"
 
-# Stored outputs reproduce bit for bit on x86-64 CPUs with AVX2, Intel or AMD, with or without
-# AVX-512 (course_utils/session.py pins their kernels). There the lessons are checked twice under
+# Stored outputs reproduce bit for bit on x86-64 CPUs with AVX2 whose numerics fingerprint matches
+# the CPUs that made them (tools/fingerprint.py; course_utils/session.py pins the kernels; an
+# Intel Xeon was found to differ, README). There the lessons are checked twice under
 # strict nbval: with one OpenMP thread (the pinned set-up) and with two, so no stored number depends
 # on how many threads the math libraries use. Elsewhere (arm64: Apple silicon, Linux on ARM) `make
 # test` says so in one line, runs nbval in lax mode (every cell runs without error) and every other
@@ -149,6 +151,12 @@ lock: $(TEST_STAMP)
 
 binder: $(STAMP)
 	$(BIN)/python -m tools.lock --binder
+
+# The zoo: every checkpoint trained from its recipe in tools/pretrain.py, one process per core,
+# one thread each; writes course_utils/zoo/*.safetensors and manifest.json and prints a summary.
+# One checkpoint's bytes are re-made and compared with `python -m tools.pretrain --check NAME`.
+pretrain: $(STAMP)
+	$(BIN)/python -m tools.pretrain
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

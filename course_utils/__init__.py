@@ -7,8 +7,9 @@ A lesson imports what it needs from here:
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), biases and
 attention_positions (10), rope and model_edits (11), extension (12), grid_codes, digits, vit and
-vision (13), text and corpus (14); attention, models, tasks, training, probes, plots, widgets, display and
-session are shared by all, and checks holds the homework checks.
+vision (13), text and corpus (14); attention, models, tasks, training, probes, plots, widgets,
+display and session are shared by all; zoo loads the converged checkpoints that lessons study instead of
+training for minutes; checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -19,8 +20,8 @@ table):
              attention, probes, tasks, digits, combine, corpus
                                             position math and measurements, free of models
     floor 3  models, vit                    the model family: one Block, the codes below
-    floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text
-                                            work on models: edit, measure, read, feed
+    floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo
+                                            work on models: edit, measure, read, feed, load
     floor 5  training                       the one training loop: tasks, texts, images
     floor 6  vision                         lesson 13's measurements of a trained ViT
     floor 7  plots, widgets                 figures and explorers
@@ -69,6 +70,7 @@ from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, 
 from .digits import load_digits_patches
 from .vision import evaluate_vit, train_vit, vit_features  # train_vit: deprecated, kept out of __all__
 from .vit import TinyViT, ViTConfig
+from .zoo import pretrained, zoo_manifest
 
 __all__ = [
     "accuracy_by_position",
@@ -139,6 +141,7 @@ __all__ = [
     "patchify",
     "permutation_gap",
     "position_labels",
+    "pretrained",
     "principal_angles",
     "principal_directions",
     "Recovery",
@@ -177,5 +180,6 @@ __all__ = [
     "with_rope_scaling",
     "yarn_attention_scale",
     "yarn_ramp",
+    "zoo_manifest",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"

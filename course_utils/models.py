@@ -33,6 +33,7 @@ INPUT_CODES = ("sinusoidal", "learned", "integer", "normalised")
 ATTENTION_CODES = ("rope", "alibi", "relative")
 POSITIONS = ("none", *INPUT_CODES, *ATTENTION_CODES)
 COMBINES = ("add", "concat")
+ATTENTION_KERNELS = ("explicit", "fused")
 MAX_START = 10**6  # forward(tokens, start=...): the first position; larger is refused
 
 
@@ -57,6 +58,8 @@ class ModelConfig:
     alibi_slopes: tuple[float, ...] | None = None  # position="alibi": m_1 .. m_H; None: Press et al.'s
     rope_layout: str = "interleaved"  # position="rope": pairs (2i, 2i+1), or "halves" (i, i + d_head/2)
     rope_scaling: RopeScaling | None = None  # position="rope": a scaling rule and its settings (lesson 12)
+    embedding_std: float = 1.0  # the token vectors' initial spread: 1.0 as nn.Embedding; 0.02 as GPT-2, BERT
+    attention_kernel: str = "explicit"  # "fused": torch's scaled_dot_product_attention when no details are asked
 
     def __post_init__(self):
         # The config keeps the checked values (a 0-d tensor becomes an int), never the raw ones.
@@ -73,6 +76,7 @@ class ModelConfig:
         _validate.choice(self.position, "position", POSITIONS)
         _validate.choice(self.combine, "combine", COMBINES)
         keep("position_scale", _validate.real(self.position_scale, "position_scale"))
+        keep("embedding_std", _validate.real(self.embedding_std, "embedding_std", positive=True))
         if not isinstance(self.causal, bool) or not isinstance(self.reapply_position, bool):
             raise TypeError("causal and reapply_position must be True or False")
         keep("relative_max_distance",
@@ -82,6 +86,7 @@ class ModelConfig:
                 raise ValueError(f'alibi_slopes is only used with position="alibi", got position="{self.position}"')
             keep("alibi_slopes", checked_slopes(self.alibi_slopes, n_heads, "alibi_slopes"))
         _validate.choice(self.rope_layout, "rope_layout", LAYOUTS)
+        _validate.choice(self.attention_kernel, "attention_kernel", ATTENTION_KERNELS)
         if self.position == "rope" and (self.d_model // n_heads) % 2:
             raise ValueError(f"RoPE turns pairs of features: d_model / n_heads must be even, got d_model "
                              f"{self.d_model}, n_heads {n_heads}")
@@ -229,11 +234,24 @@ POSITION_CODES = {
 }
 
 
+def fused_attention(q, k, v, mask: torch.Tensor | None, bias: torch.Tensor | None) -> torch.Tensor:
+    """softmax(q kᵀ/√d_head + bias, masked) v in one kernel (torch's scaled_dot_product_attention):
+    the same function as attention.scaled_dot_product up to float rounding, without the weights.
+    q, k, v [batch, heads, n, d_head]; mask [n, n] (True: may attend) or None; bias [heads, n, n]."""
+    if bias is None:
+        if mask is None:
+            return nn.functional.scaled_dot_product_attention(q, k, v)
+        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    scores_bias = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+    return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=scores_bias)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention. x [batch, n, d_model] → (out [batch, n, d_model], weights, logits).
 
     ``rotate`` (optional) is applied to the queries and to the keys, each [batch, heads, n, d_head],
     before the scores: a position code that turns them, such as RoPE (see TinyTransformer.rotary).
+    ``fused=True`` computes the heads with fused_attention and returns None for weights and logits.
     """
 
     def __init__(self, d_model: int, n_heads: int):
@@ -243,12 +261,15 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                rotate=None):
+                rotate=None, fused: bool = False):
         batch, n, d = x.shape
         q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         if rotate is not None:
             q, k = rotate(q), rotate(k)
-        heads, weights, logits = scaled_dot_product(q, k, v, mask, bias)  # [batch, heads, n, d_head]
+        if fused:
+            heads, weights, logits = fused_attention(q, k, v, mask, bias), None, None
+        else:
+            heads, weights, logits = scaled_dot_product(q, k, v, mask, bias)  # [batch, heads, n, d_head]
         return self.out(heads.transpose(1, 2).reshape(batch, n, d)), weights, logits
 
 
@@ -263,8 +284,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                rotate=None):
-        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, rotate)
+                rotate=None, fused: bool = False):
+        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, rotate, fused)
         x = x + update
         return x + self.mlp(self.ln_mlp(x)), weights, logits
 
@@ -288,7 +309,10 @@ class TinyTransformer(nn.Module):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             token_width = d - width if config.combine == "concat" else d
-            self.token_embedding = nn.Embedding(config.vocab_size, token_width)
+            self.token_embedding = nn.Embedding(config.vocab_size, token_width)  # N(0, 1) entries
+            if config.embedding_std != 1.0:  # rescaled, not redrawn: the other weights stay as they were
+                with torch.no_grad():
+                    self.token_embedding.weight.mul_(config.embedding_std)
             code = POSITION_CODES.get(config.position)
             self.position = None if code is None else code(width, config.max_len)
             self.relative_bias = (RelativeBias(config.n_heads, config.relative_max_distance)
@@ -348,10 +372,11 @@ class TinyTransformer(nn.Module):
         x = self.embed(tokens, start)
         out = ModelOutput(logits=torch.empty(0))
         out.residuals.append(x)
+        fused = self.config.attention_kernel == "fused" and not details
         for index, block in enumerate(self.blocks):
             if index and self.config.reapply_position and self.position is not None:
                 x = x + self.config.position_scale * self.position(n, start)
-            x, weights, logits = block(x, mask, bias, rotate)
+            x, weights, logits = block(x, mask, bias, rotate, fused)
             if details:
                 out.residuals.append(x)
                 out.attention_logits.append(logits)

@@ -38,6 +38,7 @@ UNKNOWN = 0  # the id of every character outside the vocabulary
 UNKNOWN_MARK = "\N{REPLACEMENT CHARACTER}"  # how decode_text shows it
 MAX_WINDOWS = 100_000  # loss_by_position: windows per call
 SHINGLE = 64  # load_text_corpus: the passage length of the leakage rule
+HELD_OUT_EVERY = 8  # load_text_corpus: every 8th unit of each kind is held out (with the docstrings)
 MAX_SHARED = 0.05  # load_text_corpus: a held-out topic may share at most this share of passages
 
 
@@ -163,7 +164,8 @@ def _every(names: list[str], held_out_every: int) -> tuple[str, ...]:
     return tuple(name for i, name in enumerate(sorted(names)) if i % held_out_every == 0)
 
 
-def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20, docstrings: bool = True) -> TextCorpus:
+def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
+                     docstrings: bool = True) -> TextCorpus:
     """Real English prose that ships with Python as a TextCorpus, split by unit.
 
     With ``docstrings=True`` (about 1.15 million characters) the units are the documentation
@@ -172,9 +174,11 @@ def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20, docstrings
     package (``doc:email``: every docstring of ``email.*``), as course_utils/corpus.py reads them
     from the running Python with the listing in course_utils/data/corpus_pieces.json. Topics and
     docstring units are each sorted by name and every ``held_out_every``-th of each kind (the 1st,
-    5th, 9th, ... for 4) is held out, so both kinds are on both sides. With
+    9th, 17th, ... for the default 8: about 137,000 characters, one in eight, enough to measure a
+    model on, the rest to train it) is held out, so both kinds are on both sides. With
     ``docstrings=False`` the units are the whole pydoc topics of the running Python, named as in
-    ``help()`` (``assert``): about 465,000 characters, the corpus of version 0.2.
+    ``help()`` (``assert``): about 465,000 characters, the corpus of version 0.2, every 4th topic
+    held out by default.
 
     The training text is the other units sorted by name, each followed by a blank line. Some units
     repeat others verbatim, so a held-out unit with more than MAX_SHARED (5 %) of its SHINGLE
@@ -186,9 +190,11 @@ def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20, docstrings
     A Python that lacks or changed some listed pieces (one newer than the reference Pythons of the
     listing) still gets a corpus, with a warning naming how many are missing.
     """
+    docstrings = _validate.flag(docstrings, "docstrings")
+    if held_out_every is None:
+        held_out_every = HELD_OUT_EVERY if docstrings else 4
     held_out_every = _validate.integer(held_out_every, "held_out_every", minimum=2)
     min_count = _validate.integer(min_count, "min_count", minimum=1)
-    docstrings = _validate.flag(docstrings, "docstrings")
     if not docstrings:
         topics = pydoc_data.topics.topics
         if held_out_every > len(topics):
@@ -215,6 +221,24 @@ def load_text_corpus(*, held_out_every: int = 4, min_count: int = 20, docstrings
                          f"docstring units ({len(modules)}), got {held_out_every}")
     first = tuple(sorted(_every(topics, held_out_every) + _every(modules, held_out_every)))
     return _split(bodies, first, min_count, what="unit", held_out_every=held_out_every)
+
+
+def unigram_bigram_bits(train: torch.Tensor, held_out: torch.Tensor, *, vocab_size: int) -> tuple[float, float]:
+    """The trivial baselines of a character model: the held-out loss in bits per character of
+    character counts (unigram, add-one smoothing) and of next-character counts given the previous
+    character (bigram, add-0.1 smoothing), both counted on ``train``. train, held_out: 1-D ids
+    below ``vocab_size``. Returns (unigram, bigram)."""
+    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=1)
+    train = _ids(train, "train", vocab_size=vocab_size)
+    held_out = _ids(held_out, "held_out", vocab_size=vocab_size)
+    if train.numel() < 2 or held_out.numel() < 2:
+        raise ValueError("train and held_out must each hold at least 2 characters")
+    counts = torch.bincount(train, minlength=vocab_size).double() + 1
+    pairs = torch.full((vocab_size, vocab_size), 0.1, dtype=torch.float64)  # pairs[a, b]: b follows a
+    pairs.index_put_((train[:-1], train[1:]), torch.ones(train.numel() - 1, dtype=torch.float64), accumulate=True)
+    unigram = -(counts / counts.sum())[held_out].log2().mean().item()
+    bigram = -(pairs / pairs.sum(1, keepdim=True))[held_out[:-1], held_out[1:]].log2().mean().item()
+    return unigram, bigram
 
 
 def _ids(ids, name: str = "ids", *, vocab_size: int | None = None) -> torch.Tensor:

@@ -227,8 +227,20 @@ class _Unchecked(nn.Module):
         return self.model._run(inputs)
 
 
-def _train_side_by_side(models, source: _Source, generators, lr: float, schedule: str, steps: int,
-                        progress: bool) -> list[History]:
+def _optimiser(params: dict, lr: float, weight_decay: float, *, stacked: bool = False, **options):
+    """AdamW over ``params`` {name: tensor} (``stacked``: each with a leading [models] axis).
+    Weight decay, if any, applies to the matrices and tables, not to biases and LayerNorm gains,
+    as GPT-2 and nanoGPT train."""
+    if not weight_decay:
+        return torch.optim.AdamW(params.values(), lr=lr, weight_decay=0.0, **options)
+    matrix = [p.ndim - stacked >= 2 for p in params.values()]
+    groups = [{"params": [p for p, m in zip(params.values(), matrix) if m], "weight_decay": weight_decay},
+              {"params": [p for p, m in zip(params.values(), matrix) if not m], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, **options)
+
+
+def _train_side_by_side(models, source: _Source, generators, lr: float, weight_decay: float, schedule: str,
+                        steps: int, progress: bool) -> list[History]:
     for m in models:
         m.train()
     params, buffers = stack_module_state(models)  # [models, ...] copies of every weight
@@ -239,7 +251,7 @@ def _train_side_by_side(models, source: _Source, generators, lr: float, schedule
         return functional_call(template, ({names[k]: v for k, v in p.items()},
                                           {"model." + k: v for k, v in b.items()}), (x,))
 
-    optimiser = torch.optim.AdamW(params.values(), lr=lr, weight_decay=0.0, foreach=True)
+    optimiser = _optimiser(params, lr, weight_decay, stacked=True, foreach=True)
     scheduler = _schedule(optimiser, schedule, steps)
     histories = [History() for _ in models]
     for _ in tqdm(range(steps), desc=source.desc, disable=not progress, leave=False):
@@ -279,6 +291,7 @@ def train(
     batch_size: int = 32,
     lengths: tuple[int, int] = (8, 16),
     lr: float = 3e-3,
+    weight_decay: float = 0.0,
     seed=0,
     offset: int = 2,
     bos: bool = False,
@@ -296,6 +309,8 @@ def train(
     ``offset`` (for "copy_offset") and ``bos`` (start every sequence with marker token 0) are
     passed to make_batch; a text and images ignore them. schedule: "constant" (lr throughout)
     or "warmup_linear" (up to lr over the first tenth of the steps, then linearly down to 0).
+    weight_decay: AdamW's decoupled decay of the matrices and tables (not biases, not LayerNorm
+    gains); 0 by default.
 
     Several seeds side by side: ``model`` a list of models of one design (only their seeds
     differ) and ``seed`` a list with one seed per model; each draws its own batches from its own
@@ -319,6 +334,12 @@ def train(
     lr = _validate.real(lr, "lr", positive=True)
     if lr > 1:
         raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), got {lr}")
+    weight_decay = _validate.real(weight_decay, "weight_decay")
+    if weight_decay < 0:
+        raise ValueError(f"weight_decay must be 0 or more, got {weight_decay}")
+    if weight_decay * lr >= 1:
+        raise ValueError(f"weight_decay · lr must be below 1 (AdamW shrinks every matrix by that share per step), "
+                         f"got {weight_decay} · {lr}")
     schedule = _validate.choice(schedule, "schedule", SCHEDULES)
     progress = _validate.flag(progress, "progress")
     seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
@@ -326,7 +347,7 @@ def train(
         raise ValueError("seed must be one seed for one model, or a list with one seed per model")
     generators = [torch.Generator().manual_seed(_validate.seed(s)) for s in seeds]
     if not side_by_side:
-        optimiser = torch.optim.AdamW(models[0].parameters(), lr=lr, weight_decay=0.0)
+        optimiser = _optimiser(dict(models[0].named_parameters()), lr, weight_decay)
         return _train_one(models[0], source, generators[0], optimiser, _schedule(optimiser, schedule, steps), steps,
                           progress)
     if source.lengths[0] != source.lengths[1]:
@@ -336,7 +357,7 @@ def train(
                           if isinstance(models[0], TinyViT) else
                           len(models) * batch_size * models[0].config.n_heads * source.lengths[1] ** 2,
                           "the attention weights [models, batch_size, n_heads, n, n]")
-    return _train_side_by_side(models, source, generators, lr, schedule, steps, progress)
+    return _train_side_by_side(models, source, generators, lr, weight_decay, schedule, steps, progress)
 
 
 @torch.no_grad()

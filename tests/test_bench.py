@@ -1,5 +1,6 @@
 """The benchmark's pieces: a notebook run with its peak memory, budgets, the Markdown report."""
 
+import json
 import os
 
 import nbformat
@@ -78,3 +79,30 @@ def test_explorer_timings_cover_every_explorer():
 
     timings = bench.explorer_timings(2)
     assert set(timings) == set(EXPLORERS) and all(t["n"] == 2 for t in timings.values())
+
+
+def test_the_zoos_throughput_and_time_are_budgets_and_reported():
+    results = _results(12.0, 40.0)
+    results["throughput"] = {"peaks_gflops": {"AVX2 (fastest)": 100.0, "AVX2,STRICT (the course's pin)": 99.0},
+                             "training": {"capstone rope": {"tokens_per_second": 20_000.0, "gflops": 30.0,
+                                                            "parameters": 243_172, "models_side_by_side": 1,
+                                                            "percent_of_peak": 30.0},
+                                          "vit learned": {"tokens_per_second": 50_000.0, "gflops": 20.0,
+                                                          "parameters": 102_090, "models_side_by_side": 3,
+                                                          "percent_of_peak": 20.0}}}
+    results["zoo_minutes"] = 95.0
+    failed = {c["budget"] for c in bench.evaluate_budgets(results) if not c["passed"]}
+    assert failed == {"zoo training vit learned: % of the matmul peak (at least)",
+                      "the zoo, made by make pretrain (minutes)"}
+    results["budgets"] = bench.evaluate_budgets(results)
+    text = bench.markdown(results)
+    assert "| capstone rope | 1 | 243,172 | 20,000 | 30.0 | 30 |" in text
+    assert "matmul peak, MKL_CBWR=AVX2 (fastest): 100.0 GFLOP/s" in text and "95.0 minutes" in text
+
+
+def test_zoo_minutes_adds_every_group_and_convergence_run(tmp_path, monkeypatch):
+    manifest = {"checkpoints": [{"seconds": 60.0, "convergence": {"seconds": 120.0}}, {"seconds": 60.0}]}
+    (tmp_path / "course_utils" / "zoo").mkdir(parents=True)
+    (tmp_path / "course_utils" / "zoo" / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.chdir(tmp_path)
+    assert bench.zoo_minutes(processes=2) == pytest.approx(240.0 / 2 / 60)

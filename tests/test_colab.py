@@ -115,3 +115,8 @@ def test_a_fresh_colab_like_environment_installs_the_course_and_runs_a_lesson(tm
     torch_before = "2.13.0+cpu"
     assert f"torch {torch_before}" in result.stdout, "the install must keep the torch it found"
     assert f"INSTALLED: {course_utils.__version__}" in result.stdout
+    # The zoo ships inside the installed package: a checkpoint loads, its sha256 checked.
+    zoo = _run([str(python), "-c", "from course_utils import pretrained; "
+                "print('ZOO', type(pretrained('vit', position='learned', seed=1)).__name__)"],
+               cwd=work, env=env, timeout=300)
+    assert "ZOO TinyViT" in zoo.stdout

@@ -1,5 +1,7 @@
 """The tiny transformer: shapes, position codes as buffers or parameters, add vs concat, details."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -196,3 +198,38 @@ def test_config_keeps_the_checked_values_not_the_raw_ones():
     for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len", "d_ff"):
         assert type(getattr(config, name)) is int, name
     assert TinyTransformer(config)(torch.zeros(1, 12, dtype=torch.long)).shape == (1, 12, 8)
+
+
+def test_embedding_std_rescales_the_token_vectors_and_nothing_else():
+    base = ModelConfig(vocab_size=10, d_model=8, n_heads=2, max_len=8, position="learned")
+    plain = TinyTransformer(base, seed=3)
+    small = TinyTransformer(dataclasses.replace(base, embedding_std=0.02), seed=3)
+    for name, p in plain.named_parameters():
+        q = dict(small.named_parameters())[name]
+        expected = 0.02 * p if name == "token_embedding.weight" else p
+        assert torch.equal(q, expected.detach()), name
+    with pytest.raises(ValueError, match="embedding_std"):
+        ModelConfig(vocab_size=10, embedding_std=0.0)
+
+
+@pytest.mark.parametrize("position", ["none", "sinusoidal", "learned", "rope", "alibi", "relative"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_fused_kernel_computes_the_same_function(position, causal):
+    """attention_kernel="fused" (torch's scaled_dot_product_attention) gives the explicit path's
+    logits and gradients up to float rounding; details=True takes the explicit path and so
+    returns the weights either way."""
+    config = ModelConfig(vocab_size=10, d_model=16, n_heads=2, n_layers=2, max_len=12, position=position,
+                         causal=causal)
+    explicit = TinyTransformer(config, seed=1).double()
+    fused = TinyTransformer(dataclasses.replace(config, attention_kernel="fused"), seed=1).double()
+    x = tokens(batch=3, n=12)
+    a, b = explicit(x), fused(x)
+    assert torch.allclose(a, b, atol=1e-10)
+    a.square().sum().backward()
+    b.square().sum().backward()
+    for (name, p), q in zip(explicit.named_parameters(), fused.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-9), name
+    details = fused(x, details=True)
+    assert len(details.attention_weights) == 2 and torch.allclose(details.logits, a, atol=1e-10)
+    with pytest.raises(ValueError, match="attention_kernel"):
+        ModelConfig(vocab_size=10, attention_kernel="flash")

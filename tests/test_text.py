@@ -247,3 +247,20 @@ def test_loss_by_position_refuses_by_name_and_leaves_the_mode():
     model.train()
     loss_by_position(model, ids, length=8)
     assert model.training
+
+
+def test_unigram_bigram_bits_are_the_counts_cross_entropy():
+    from course_utils.text import unigram_bigram_bits
+
+    train = torch.tensor([1, 2, 1, 2, 1, 3])
+    held = torch.tensor([1, 2, 3])
+    unigram, bigram = unigram_bigram_bits(train, held, vocab_size=4)
+    p1 = torch.tensor([1, 4, 3, 2], dtype=torch.float64) / 10  # counts + 1 over 4 + 6
+    assert unigram == pytest.approx(-p1[held].log2().mean().item())
+    # after 1: 2 twice, 3 once (+0.1 each of 4); after 2: 1 twice
+    p_12, p_23 = 2.1 / 3.4, 0.1 / 2.4
+    assert bigram == pytest.approx(-(math.log2(p_12) + math.log2(p_23)) / 2)
+    with pytest.raises(ValueError, match="train"):
+        unigram_bigram_bits(torch.tensor([1]), held, vocab_size=4)
+    with pytest.raises(ValueError, match="held_out"):
+        unigram_bigram_bits(train, torch.tensor([5, 1]), vocab_size=4)

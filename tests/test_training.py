@@ -72,3 +72,36 @@ def test_history_and_evaluate_check_their_input():
         evaluate(model, "reverse", length=0)
     accuracy = evaluate(model, "reverse", length=8)
     assert 0.0 <= accuracy <= 1.0 and model.training, "evaluate restores the mode it found"
+
+
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_weight_decay_shrinks_the_matrices_and_tables_only(side_by_side):
+    """One AdamW step from the same start on the same batch: with decay w every matrix and table
+    ends lr·w·(its start) lower than without, and biases and LayerNorm gains end the same."""
+    config = ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_layers=1, max_len=8, position="learned")
+    lr, decay = 1e-2, 0.5
+    ends = {}
+    for w in (0.0, decay):
+        models = [TinyTransformer(config, seed=s) for s in (0, 1)]
+        if side_by_side:
+            train(models, "previous_token", steps=1, lengths=(6, 6), lr=lr, weight_decay=w, seed=[0, 1],
+                  progress=False)
+        else:
+            for s, m in enumerate(models):
+                train(m, "previous_token", steps=1, lengths=(6, 6), lr=lr, weight_decay=w, seed=s, progress=False)
+        ends[w] = [dict(m.named_parameters()) for m in models]
+    start = dict(TinyTransformer(config, seed=0).named_parameters())
+    for name, before in start.items():
+        shrink = (ends[0.0][0][name] - ends[decay][0][name]).detach()
+        expected = lr * decay * before.detach() if before.ndim >= 2 else torch.zeros_like(before)
+        assert torch.allclose(shrink, expected, atol=1e-6), name
+
+
+def test_weight_decay_is_checked():
+    model = TinyTransformer(ModelConfig(vocab_size=8, d_model=8, n_heads=2, n_layers=1, max_len=8), seed=0)
+    with pytest.raises(ValueError, match="weight_decay"):
+        train(model, "previous_token", steps=1, weight_decay=-0.1, progress=False)
+    with pytest.raises(TypeError, match="weight_decay"):
+        train(model, "previous_token", steps=1, weight_decay="a lot", progress=False)
+    with pytest.raises(ValueError, match="weight_decay"):
+        train(model, "previous_token", steps=1, lr=0.5, weight_decay=2.0, progress=False)

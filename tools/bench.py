@@ -30,6 +30,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from .student import lesson_paths
+from .throughput import measure as measure_throughput
 
 LESSON_SECONDS = 30.0
 CAPSTONE = "14_capstone_real_text"  # the one lesson allowed up to a minute
@@ -39,6 +40,8 @@ COURSE_SECONDS = 240.0
 REDRAW_MEDIAN_MS = 100.0
 BINDER_MB = 2048.0  # mybinder.org gives a session 1-2 GB; the upper end is the hard limit
 REDRAWS = 25
+ZOO_PERCENT_OF_PEAK = 25.0  # training throughput per process against one core's matmul peak
+ZOO_MINUTES = 90.0  # the whole zoo, its convergence runs included, on a 2-core machine
 FLOOR_SOURCE = "from course_utils import setup\n\nsetup(0)"
 
 
@@ -109,6 +112,19 @@ def machine() -> dict:
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "(unset)")}
 
 
+def zoo_minutes(processes: int = 2) -> float | None:
+    """How long `make pretrain` takes with ``processes`` processes: the seconds each group of the
+    shipped zoo took (the manifest records them, convergence runs included), shared out among the
+    processes; None without a manifest."""
+    manifest = Path("course_utils/zoo/manifest.json")
+    if not manifest.is_file():
+        return None
+    entries = json.loads(manifest.read_text())["checkpoints"]
+    seconds = sum(e["seconds"] for e in entries) + sum(e["convergence"]["seconds"] for e in entries
+                                                       if "convergence" in e)
+    return seconds / processes / 60
+
+
 def evaluate_budgets(results: dict) -> list[dict]:
     """Each budget as {"budget", "measured", "limit", "passed"}."""
     checks = []
@@ -125,6 +141,13 @@ def evaluate_budgets(results: dict) -> list[dict]:
     for name, timing in results["explorers"].items():
         checks.append({"budget": f"explorer {name}: median redraw (ms)", "measured": timing["median_ms"],
                        "limit": REDRAW_MEDIAN_MS, "passed": timing["median_ms"] <= REDRAW_MEDIAN_MS})
+    for name, run in results.get("throughput", {}).get("training", {}).items():
+        checks.append({"budget": f"zoo training {name}: % of the matmul peak (at least)",
+                       "measured": run["percent_of_peak"], "limit": ZOO_PERCENT_OF_PEAK,
+                       "passed": run["percent_of_peak"] >= ZOO_PERCENT_OF_PEAK})
+    if results.get("zoo_minutes") is not None:
+        checks.append({"budget": "the zoo, made by make pretrain (minutes)", "measured": results["zoo_minutes"],
+                       "limit": ZOO_MINUTES, "passed": results["zoo_minutes"] <= ZOO_MINUTES})
     return checks
 
 
@@ -159,6 +182,21 @@ def markdown(results: dict) -> str:
               "| explorer | median ms | max ms |", "|---|---:|---:|"]
     for name, timing in results["explorers"].items():
         lines.append(f"| {name} | {timing['median_ms']:.1f} | {timing['max_ms']:.1f} |")
+    throughput = results.get("throughput")
+    if throughput:
+        lines += ["", "## Training throughput (the zoo's recipes)", "",
+                  "One process, one thread, the course's pinned kernels, as `make pretrain` trains; counted as",
+                  "6 × parameters × tokens. The peak is a 1024² float32 matmul on one thread (tools/throughput.py).",
+                  "", *(f"- matmul peak, MKL_CBWR={name}: {value:.1f} GFLOP/s"
+                        for name, value in throughput["peaks_gflops"].items()), "",
+                  "| recipe | models side by side | parameters | tokens/s | GFLOP/s | % of peak |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, run in throughput["training"].items():
+            lines.append(f"| {name} | {run['models_side_by_side']} | {run['parameters']:,} | "
+                         f"{run['tokens_per_second']:,.0f} | {run['gflops']:.1f} | {run['percent_of_peak']:.0f} |")
+        lines += ["", f"The zoo (`make pretrain`, 2 processes): {results['zoo_minutes']:.1f} minutes of training "
+                  "(the groups' recorded seconds shared between the processes)."
+                  if results.get("zoo_minutes") is not None else "The zoo has not been made."]
     lines += ["", "## Budgets", "", "| budget | measured | limit | |", "|---|---:|---:|---|"]
     for check in results["budgets"]:
         lines.append(f"| {check['budget']} | {check['measured']:.1f} | {check['limit']:.0f} | "
@@ -192,13 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     for name, timing in explorers.items():
         print(f"explorer {name}: median {timing['median_ms']:.1f} ms, max {timing['max_ms']:.1f} ms")
 
+    throughput = measure_throughput()
+    for name, run in throughput["training"].items():
+        print(f"zoo training {name}: {run['tokens_per_second']:,.0f} tokens/s, {run['percent_of_peak']:.0f}% of "
+              f"the matmul peak ({max(throughput['peaks_gflops'].values()):.1f} GFLOP/s)")
     peaks = {name: lesson["peak_mb"] for name, lesson in lessons.items() if lesson["peak_mb"] is not None}
     heaviest = max(peaks, key=peaks.get) if peaks else None
     binder = (f"{heaviest}, peak {peaks[heaviest]:.0f} MB ({peaks[heaviest] / BINDER_MB:.0%} of it)"
               if heaviest else "not measured (no /proc on this system)")
     results = {"when": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "floor": floor,
                "lessons": lessons, "course_seconds": sum(lesson["seconds"] for lesson in lessons.values()),
-               "explorers": explorers, "binder": binder,
+               "explorers": explorers, "binder": binder, "throughput": throughput,
+               "zoo_minutes": zoo_minutes(),
                "median_lesson_seconds": statistics.median(lesson["seconds"] for lesson in lessons.values())}
     results["budgets"] = evaluate_budgets(results)
     args.out.mkdir(parents=True, exist_ok=True)
