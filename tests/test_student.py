@@ -132,7 +132,7 @@ def test_the_learners_package_holds_no_authoring_tool():
     assert not modules & {"execute", "student", "bench"}
     for path in (ROOT / "course_utils").rglob("*.py"):
         text = path.read_text()
-        assert "nbclient" not in text and "__main__" not in text, f"{path} is an authoring tool"
+        assert "nbclient" not in text and 'if __name__ == "__main__"' not in text, f"{path} is an authoring tool"
 
 
 def test_every_public_name_is_what_a_lesson_uses():
@@ -148,4 +148,12 @@ def test_every_public_name_is_what_a_lesson_uses():
     for name in course_utils.__all__:
         if isinstance(getattr(course_utils, name), type):
             continue
+        if name in AWAITING_A_LESSON:  # listed only while no lesson uses it
+            assert not re.search(rf"\b{name}\b", text), f"{name} is used now: take it off AWAITING_A_LESSON"
+            continue
         assert re.search(rf"\b{name}\b", text), f"{name} is public but no lesson uses it"
+
+
+# Public names whose lessons are the next issue's: the zoo's loader is public (and fuzzed) for
+# issue 28, which moves lessons 13 and 14 onto the zoo's converged models.
+AWAITING_A_LESSON = {"pretrained", "zoo_manifest"}
