@@ -182,4 +182,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"

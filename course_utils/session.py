@@ -48,9 +48,12 @@ _MATPLOTLIB_DEFAULTS = {
 #   capstone lesson, which trains seven language models, executes in 22–25 s instead of 42 s.
 #   STRICT adds MKL's promise that results do not depend on how the arrays are aligned in memory
 #   (same hashes, no measurable cost). AVX512 was no candidate: on the Zen 5 MKL_CBWR=AVX512 gave
-#   the AVX2 hashes (MKL keeps its AVX-512 code for Intel chips). MKL documents that a CBWR branch
-#   gives the same bits on every processor that has its instructions, Intel or not; both CPUs we
-#   compared are AMD, so Intel is covered by that promise, not yet by our own measurement.
+#   the AVX2 hashes (MKL keeps its AVX-512 code for Intel chips). MKL promises the AVX2 branch's
+#   bits on Intel CPUs with AVX2 only: its developer guide ("Getting Started with Conditional
+#   Numerical Reproducibility") says a non-Intel CPU runs the AUTO branch under that setting, and
+#   only COMPATIBLE is promised on both. Measured on an Intel Xeon (2026-11-25): matmul, attention,
+#   LayerNorm and log-softmax match the AMD hashes, AdamW training and the float64 fit do not
+#   (tools/fingerprint.py --detail takes them apart), so `make test` asks the fingerprint.
 # - ONEDNN_MAX_CPU_ISA=AVX2 and ATEN_CPU_CAPABILITY=avx2: oneDNN's and torch's own AVX2 kernels,
 #   never their AVX-512 ones.
 # A CPU without AVX2 (or not x86-64: an Apple-silicon Mac, Linux on ARM, where torch uses other
@@ -88,8 +91,9 @@ def _has_avx2() -> bool:
 
 
 def reproduces_stored_outputs() -> bool:
-    """True where the lessons' stored numbers are promised bit for bit: an x86-64 CPU with AVX2
-    (Intel or AMD, with or without AVX-512), on which `pin_numerics` fixes the AVX2 code paths."""
+    """True where the lessons' stored numbers can be expected bit for bit: an x86-64 CPU with AVX2,
+    on which `pin_numerics` fixes the AVX2 code paths. Necessary, not sufficient: an Intel Xeon
+    computes AdamW differently from the AMD CPUs that made the outputs (tools.fingerprint decides)."""
     return _has_avx2()
 
 

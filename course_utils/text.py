@@ -165,7 +165,7 @@ def _every(names: list[str], held_out_every: int) -> tuple[str, ...]:
 
 
 def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
-                     docstrings: bool = True) -> TextCorpus:
+                     docstrings: bool = True, fixed: bool | None = None) -> TextCorpus:
     """Real English prose that ships with Python as a TextCorpus, split by unit.
 
     With ``docstrings=True`` (about 1.15 million characters) the units are the documentation
@@ -178,7 +178,11 @@ def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
     model on, the rest to train it) is held out, so both kinds are on both sides. With
     ``docstrings=False`` the units are the whole pydoc topics of the running Python, named as in
     ``help()`` (``assert``): about 465,000 characters, the corpus of version 0.2, every 4th topic
-    held out by default.
+    held out by default; its text differs a little between Python releases. With
+    ``docstrings=False, fixed=True`` the units are the topics again, but only their paragraphs
+    that are the same on every reference Python (about 272,000 characters, 78 topics, every 4th
+    held out by default): the same text on every supported Python, which the zoo's language
+    models learn. ``fixed`` defaults to ``docstrings`` (the docstrings exist only as fixed pieces).
 
     The training text is the other units sorted by name, each followed by a blank line. Some units
     repeat others verbatim, so a held-out unit with more than MAX_SHARED (5 %) of its SHINGLE
@@ -191,11 +195,15 @@ def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
     listing) still gets a corpus, with a warning naming how many are missing.
     """
     docstrings = _validate.flag(docstrings, "docstrings")
+    fixed = docstrings if fixed is None else _validate.flag(fixed, "fixed")
+    if docstrings and not fixed:
+        raise ValueError("fixed must be True (or None) with docstrings=True: the docstrings are read only as the "
+                         "pieces that are the same on every reference Python")
     if held_out_every is None:
         held_out_every = HELD_OUT_EVERY if docstrings else 4
     held_out_every = _validate.integer(held_out_every, "held_out_every", minimum=2)
     min_count = _validate.integer(min_count, "min_count", minimum=1)
-    if not docstrings:
+    if not fixed:
         topics = pydoc_data.topics.topics
         if held_out_every > len(topics):
             raise ValueError(f"held_out_every must be at most the number of topics ({len(topics)}), "
@@ -204,6 +212,9 @@ def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
         return _split(bodies, _every(list(bodies), held_out_every), min_count, what="topic",
                       held_out_every=held_out_every)
     pieces, missing = corpus.load_pieces()
+    if not docstrings:  # the topics alone: only their pieces count
+        pieces = tuple(piece for piece in pieces if piece.unit.startswith("topic:"))
+        missing = tuple(name for name in missing if name.startswith("topic:"))
     if missing:
         shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
         warnings.warn(f"{len(missing)} of the {len(pieces) + len(missing)} pieces of the corpus are missing or "
@@ -216,6 +227,12 @@ def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
     bodies = {unit: "\n\n".join(texts) for unit, texts in parts.items()}
     topics = [unit for unit in bodies if unit.startswith("topic:")]
     modules = [unit for unit in bodies if not unit.startswith("topic:")]
+    if not docstrings:
+        if held_out_every > len(topics):
+            raise ValueError(f"held_out_every must be at most the number of topics ({len(topics)}), "
+                             f"got {held_out_every}")
+        return _split({unit: bodies[unit] for unit in topics}, _every(topics, held_out_every), min_count,
+                      what="topic", held_out_every=held_out_every)
     if held_out_every > min(len(topics), len(modules)):
         raise ValueError(f"held_out_every must be at most the number of topics ({len(topics)}) and of "
                          f"docstring units ({len(modules)}), got {held_out_every}")
@@ -327,8 +344,11 @@ def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 
                          f"max_len = {model.config.max_len}")
     if ids.shape[0] < length + 1:
         raise ValueError(f"ids holds {ids.shape[0]} characters; a window of length + 1 = {length + 1} needs more")
-    _validate.size_budget(n_windows * model.config.n_heads * read * read,
-                          "the attention weights [n_windows, n_heads, length, length]")
+    # The windows go through the model in chunks whose attention weights [chunk, n_heads, read, read]
+    # stay under the course's cap on one tensor (one chunk, the whole batch, wherever they fit).
+    _validate.size_budget(model.config.n_heads * read * read, "the attention weights of one window "
+                          "[n_heads, length, length]")
+    per_chunk = _validate.MAX_ELEMENTS // (model.config.n_heads * read * read)
     _validate.size_budget(n_windows * max(1, length - read + 1) * read * max(model.config.d_model, outputs),
                           "the sliding windows [n_windows, length - context + 1, context, d_model]")
     windows = text_windows(ids, length=length, n_windows=n_windows)
@@ -336,7 +356,8 @@ def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 
     was_training = model.training
     model.eval()
     try:
-        logits = model(tokens[:, :read])  # positions 0 .. read-1 read their whole prefix either way
+        # positions 0 .. read-1 read their whole prefix either way
+        logits = torch.cat([model(part) for part in tokens[:, :read].split(per_chunk)])
         if read < length:  # position t >= read: a sliding window of the last `read` characters
             slides = tokens.unfold(1, read, 1)[:, 1:]  # [n_windows, length - read, read]
             last = torch.cat([model(chunk)[:, -1] for chunk in slides.reshape(-1, read).split(4096)])

@@ -196,11 +196,15 @@ def _same_design(models) -> list:
     return list(models)
 
 
-def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: int, progress: bool) -> History:
+def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: int, progress: bool,
+               on_step=None) -> History:
     history = History()
-    model.train()
-    bar = tqdm(range(steps), desc=source.desc, disable=not progress, leave=False)
-    for _ in bar:
+    if on_step is not None and on_step(0, model, optimiser):
+        model.eval()
+        return history
+    bar = tqdm(range(1, steps + 1), desc=source.desc, disable=not progress, leave=False)
+    for step in bar:
+        model.train()
         loss, accuracy = _loss_and_accuracy(model, *source.draw(generator))
         optimiser.zero_grad()
         loss.backward()
@@ -210,6 +214,8 @@ def _train_one(model, source: _Source, generator, optimiser, scheduler, steps: i
         history.loss.append(loss.item())
         history.accuracy.append(accuracy)
         bar.set_postfix(loss=f"{loss.item():.3f}", accuracy=f"{accuracy:.2f}", refresh=False)
+        if on_step is not None and on_step(step, model, optimiser):
+            break
     model.eval()
     return history
 
@@ -297,6 +303,7 @@ def train(
     bos: bool = False,
     schedule: str = "constant",
     progress: bool = True,
+    on_step=None,
 ) -> History | list[History]:
     """Train ``model`` on ``task`` with AdamW for ``steps`` steps; returns the History.
 
@@ -311,6 +318,14 @@ def train(
     or "warmup_linear" (up to lr over the first tenth of the steps, then linearly down to 0).
     weight_decay: AdamW's decoupled decay of the matrices and tables (not biases, not LayerNorm
     gains); 0 by default.
+
+    on_step: None, or a function ``on_step(step, model, optimiser)`` called once before the
+    first step (step 0) and after each step (1, 2, ...); if it returns True, training stops there
+    (the History then holds the steps done). It may evaluate the model (training resumes in
+    train mode) and set the learning rate of the steps that follow (``optimiser.param_groups``;
+    with schedule="constant", which then leaves it alone): early stopping on a validation text
+    and a learning rate lowered on a plateau are written this way (tools/pretrain.py). One model
+    only.
 
     Several seeds side by side: ``model`` a list of models of one design (only their seeds
     differ) and ``seed`` a list with one seed per model; each draws its own batches from its own
@@ -342,6 +357,10 @@ def train(
                          f"got {weight_decay} · {lr}")
     schedule = _validate.choice(schedule, "schedule", SCHEDULES)
     progress = _validate.flag(progress, "progress")
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step must be None or a function (step, model, optimiser), got {type(on_step).__name__}")
+    if on_step is not None and side_by_side:
+        raise ValueError("on_step works with one model; train the models one at a time to stop each on its own")
     seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
     if side_by_side != isinstance(seed, (list, tuple)) or len(seeds) != len(models):
         raise ValueError("seed must be one seed for one model, or a list with one seed per model")
@@ -349,7 +368,7 @@ def train(
     if not side_by_side:
         optimiser = _optimiser(dict(models[0].named_parameters()), lr, weight_decay)
         return _train_one(models[0], source, generators[0], optimiser, _schedule(optimiser, schedule, steps), steps,
-                          progress)
+                          progress, on_step)
     if source.lengths[0] != source.lengths[1]:
         raise ValueError(f"lengths must be one length (n, n) to train models side by side (their batches are "
                          f"stacked), got {tuple(source.lengths)}")

@@ -134,3 +134,27 @@ def test_names_units_and_the_cleaning_rule():
              b'    def h():\n        """two"""\n'
     assert docstrings(source, "m") == {"doc:m": "Module doc.", "doc:m.A": "A doc.", "doc:m.A.f": "f doc.",
                                        "doc:m.A.f.<locals>.g": "g doc.", "doc:m.h": "one", "doc:m.h#2": "two"}
+
+
+def test_the_fixed_topics_corpus_is_the_same_paragraphs_on_every_python(full):
+    """docstrings=False, fixed=True: the topics' paragraphs of the listing only (the zoo's language
+    models learn it), split every 4th topic; the same text wherever the listing is found whole."""
+    c = load_text_corpus(docstrings=False, fixed=True)
+    units = c.train_topics + c.held_out_topics + c.dropped_topics
+    assert all(u.startswith("topic:") for u in units) and len(units) == len(set(units)) > 70
+    topics = sorted(u for u in {p.unit for p in corpus.load_pieces()[0]} if u.startswith("topic:"))
+    assert sorted(units) == topics
+    assert set(c.held_out_topics) | set(c.dropped_topics) == set(topics[::4])
+    assert 150_000 < c.train.shape[0] < 300_000 and c.held_out.shape[0] > 40_000
+    again = load_text_corpus(docstrings=False, fixed=True)
+    assert again.sha256 == c.sha256 and torch.equal(again.train, c.train)
+    assert c.sha256 not in (full.sha256, load_text_corpus(docstrings=False).sha256)
+
+
+def test_fixed_is_checked():
+    with pytest.raises(ValueError, match="fixed"):
+        load_text_corpus(fixed=False)
+    with pytest.raises(TypeError, match="fixed"):
+        load_text_corpus(docstrings=False, fixed="yes")
+    with pytest.raises(ValueError, match="held_out_every"):
+        load_text_corpus(docstrings=False, fixed=True, held_out_every=500)

@@ -252,6 +252,18 @@ class Instance(Kind):
         return not isinstance(value, self.cls)
 
 
+@dataclasses.dataclass(frozen=True)
+class Callback(Kind):
+    """None or a function; a junk value that is callable (a class, a builtin) is a function the
+    caller chose, whose own errors are its own: not generated."""
+
+    def refuses(self, value) -> bool:
+        return not (value is None or callable(value))
+
+    def skip(self, value) -> bool:
+        return callable(value)
+
+
 ANY = Kind()
 
 
@@ -1116,9 +1128,10 @@ CASES: dict[str, Case] = {
         dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), ridge=Real(positive=True), seed=Seed()),
         lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
     "load_text_corpus": Case(
-        st.fixed_dictionaries(dict(held_out_every=st.integers(2, 10), min_count=st.integers(1, 50),
-                                   docstrings=st.booleans())),
-        dict(held_out_every=ANY, min_count=Int(1), docstrings=Bool()),
+        st.booleans().flatmap(lambda docstrings: st.fixed_dictionaries(dict(
+            held_out_every=st.integers(2, 10), min_count=st.integers(1, 50), docstrings=st.just(docstrings),
+            fixed=st.sampled_from((None, True) if docstrings else (None, True, False))))),
+        dict(held_out_every=ANY, min_count=Int(1), docstrings=Bool(), fixed=ANY),
         lambda kw, out: isinstance(out, TextCorpus) and out.vocab_size >= 2 and len(out.held_out) > 0,
         examples=3),
     "logistic_probe": Case(
@@ -1295,7 +1308,7 @@ CASES: dict[str, Case] = {
         st.one_of(_train_kwargs(), _train_text_kwargs()),
         dict(model=MODEL, task=ANY, steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
              weight_decay=ANY, seed=Seed(), offset=Int(1), bos=Bool(), schedule=Choice(("constant", "warmup_linear")),
-             progress=Bool()),
+             progress=Bool(), on_step=Callback()),
         _expect_history, examples=15, partners=("model", "task", "lengths")),
     "text_batch": Case(
         _text_batch_kwargs(),

@@ -105,3 +105,38 @@ def test_weight_decay_is_checked():
         train(model, "previous_token", steps=1, weight_decay="a lot", progress=False)
     with pytest.raises(ValueError, match="weight_decay"):
         train(model, "previous_token", steps=1, lr=0.5, weight_decay=2.0, progress=False)
+
+
+def test_on_step_sees_every_step_may_set_the_learning_rate_and_may_stop():
+    seen = []
+
+    def watch(step, model, optimiser):
+        seen.append((step, optimiser.param_groups[0]["lr"], model.training))
+        optimiser.param_groups[0]["lr"] = 0.0 if step >= 3 else 3e-3  # frozen from step 4 on
+        return step == 6
+
+    model = model_for("previous_token")
+    history = train(model, "previous_token", steps=20, progress=False, on_step=watch)
+    assert [s for s, _, _ in seen] == list(range(7)) and len(history.loss) == 6
+    assert all(training for _, _, training in seen[1:]) and not model.training
+    frozen = {name: p.detach().clone() for name, p in model.named_parameters()}
+    assert seen[-1][1] == 0.0
+
+    # A run that does nothing in on_step is the run without it, bit for bit; lr 0 after step 3
+    # leaves the weights where 3 steps put them (AdamW's decay is 0 here).
+    plain, watched = model_for("previous_token"), model_for("previous_token")
+    a = train(plain, "previous_token", steps=3, progress=False)
+    b = train(watched, "previous_token", steps=3, progress=False, on_step=lambda *_: None)
+    assert a.loss == b.loss
+    for name, p in plain.named_parameters():
+        assert torch.equal(p, dict(watched.named_parameters())[name])
+        assert torch.equal(p, frozen[name]), name
+
+
+def test_on_step_is_checked():
+    model = model_for("previous_token")
+    with pytest.raises(TypeError, match="on_step"):
+        train(model, "previous_token", steps=1, progress=False, on_step="stop early")
+    with pytest.raises(ValueError, match="on_step"):
+        train([model_for("previous_token"), model_for("previous_token", seed=1)], "previous_token", steps=1,
+              lengths=(6, 6), seed=[0, 1], progress=False, on_step=lambda *_: None)

@@ -18,18 +18,23 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import course_utils.zoo as zoo
 from course_utils import TinyTransformer, TinyViT, load_digits_patches, load_text_corpus, loss_by_position
 from course_utils.vision import evaluate_vit
-from tools import pretrain
+from tools import pretrain, stopping
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = range(6)
-# What the shipped zoo must hold. The capstone's language models are not shipped yet: no recipe
-# that fits the time budget passes the 2× rule (issue 27; README, "The model zoo").
-SHIPPED = {"vit": ("none", "learned", "sinusoidal_2d", "rope_2d")}
-ALL_CODES = {"capstone": ("none", "sinusoidal", "learned", "rope", "alibi"), **SHIPPED}
+# What the shipped zoo must hold.
+SHIPPED = {"capstone": ("none", "sinusoidal", "learned", "rope", "alibi"),
+           "vit": ("none", "learned", "sinusoidal_2d", "rope_2d")}
+ALL_CODES = SHIPPED
+# The shipped codes whose convergence record fails the 2× rule, as the README's zoo section and
+# `python -m tools.pretrain --list` say: a lesson may show them only as not converged. Listed so
+# that this test fails when one of them converges or another stops converging.
+NOT_CONVERGED = {("capstone", "none")}
 
 
 def _check(name: str, zoo_dir: Path) -> subprocess.CompletedProcess:
@@ -70,14 +75,19 @@ def test_the_toy_zoo_lists_every_checkpoint_with_recipe_metrics_and_baselines(to
         assert metric in entry["metrics"]
         if entry["experiment"] == "capstone":
             assert {"bigram_bits_per_char", "unigram_bits_per_char"} <= set(entry["metrics"])
-            assert entry["recipe"]["config"]["vocab_size"] == load_text_corpus().vocab_size
-            assert entry["recipe"]["data"]["sha256"] == load_text_corpus().sha256
+            corpus = load_text_corpus(**entry["recipe"]["data"]["options"])
+            assert entry["recipe"]["config"]["vocab_size"] == corpus.vocab_size
+            assert entry["recipe"]["data"]["sha256"] == corpus.sha256
+            assert {"best_step", "stopped_at_step", "validation_bits_per_char"} <= set(entry["metrics"])
+            assert entry["metrics"]["best_step"] <= entry["metrics"]["stopped_at_step"]
         else:
             assert entry["metrics"]["chance_accuracy"] == 0.1
         if entry["seed"] == 0:
             record = entry["convergence"]
             assert record["metric"] == metric and record["rule"] == pretrain.RULE[metric]
             assert record["steps"] == entry["recipe"]["train"]["steps"]
+            if entry["experiment"] == "capstone":
+                assert record["stopped_at_step"][0] == entry["metrics"]["stopped_at_step"]
         else:
             assert "convergence" not in entry
 
@@ -104,7 +114,7 @@ def test_a_checkpoint_file_holds_only_tensors_and_text(toy_zoo):
     header = json.loads(data[8:8 + size])
     about = json.loads(header["__metadata__"]["zoo"])
     assert about["recipe"] == entry["recipe"]
-    assert about["vocabulary"] == load_text_corpus().vocabulary
+    assert about["vocabulary"] == load_text_corpus(**entry["recipe"]["data"]["options"]).vocabulary
     assert {v["dtype"] for k, v in header.items() if k != "__metadata__"} == {"F16"}
 
 
@@ -191,6 +201,12 @@ def test_the_shipped_zoo_lists_each_required_checkpoint_once_with_its_recipe(shi
         assert fresh == entry["recipe"], f"{entry['name']}: tools/pretrain.py no longer makes this checkpoint"
 
 
+def test_every_shipped_entry_names_the_cpu_and_numerics_that_made_it(shipped):
+    for entry in shipped:
+        assert set(entry["numerics"]) == {"cpu", "fingerprint"}, entry["name"]
+        assert set(entry["numerics"]["fingerprint"]) == set(pretrain.fingerprint.REFERENCE), entry["name"]
+
+
 def test_every_shipped_file_has_its_sha256_and_the_zoo_fits_40_mb(shipped):
     total = 0
     for entry in shipped:
@@ -201,12 +217,36 @@ def test_every_shipped_file_has_its_sha256_and_the_zoo_fits_40_mb(shipped):
     assert {p.name for p in zoo.ZOO_DIR.glob("*.safetensors")} == {e["file"] for e in shipped}
 
 
-def test_every_shipped_code_passes_the_2x_rule(shipped):
+def test_every_shipped_code_passes_the_2x_rule_but_the_listed_ones(shipped):
+    failing = set()
     for experiment, codes in SHIPPED.items():
         for code in codes:
             record = _shipped(shipped, experiment, code, 0)["convergence"]
-            change = abs(record["at_double_budget"] - record["at_budget"])
-            assert change <= record["rule"], (experiment, code, record)
+            if abs(record["at_double_budget"] - record["at_budget"]) > record["rule"]:
+                failing.add((experiment, code))
+    assert failing == NOT_CONVERGED
+
+
+def test_the_language_models_have_rope_pairs_and_beat_bigram_counts_by_far(shipped):
+    for code in SHIPPED["capstone"]:
+        config = _shipped(shipped, "capstone", code, 0)["recipe"]["config"]
+        assert config["n_layers"] >= 2 and config["d_model"] // config["n_heads"] >= 16  # RoPE: 8 pairs and more
+    bigram = _shipped(shipped, "capstone", "rope", 0)["metrics"]["bigram_bits_per_char"]
+    for code in SHIPPED["capstone"]:
+        if code != "none":
+            mean = sum(_shipped(shipped, "capstone", code, s)["metrics"]["held_out_bits_per_char"]
+                       for s in (3, 4, 5)) / 3
+            assert mean <= bigram - 0.8, (code, mean, bigram)
+
+
+@pytest.mark.parametrize("code", SHIPPED["capstone"])
+def test_a_shipped_language_model_gives_its_recorded_held_out_loss(code):
+    model = zoo.pretrained("capstone", position=code, seed=4)
+    recipe = model.zoo_entry["recipe"]
+    curve = loss_by_position(model, load_text_corpus(**recipe["data"]["options"]).held_out,
+                             length=recipe["train"]["length"], n_windows=recipe["evaluation"]["n_windows"])
+    assert curve[recipe["evaluation"]["first_position"]:].mean().item() == pytest.approx(
+        model.zoo_entry["metrics"]["held_out_bits_per_char"], abs=1e-4)
 
 
 def test_the_vits_have_two_blocks_rope_pairs_and_learn_the_digits(shipped):
@@ -234,7 +274,8 @@ def test_the_held_out_metric_is_the_lessons_loss_by_position(toy_zoo, use_zoo):
     use_zoo(toy_zoo)
     model = zoo.pretrained("capstone", position="sinusoidal", seed=3)
     evaluation = model.zoo_entry["recipe"]["evaluation"]
-    curve = loss_by_position(model, load_text_corpus().held_out, length=model.zoo_entry["recipe"]["train"]["length"],
+    held_out = load_text_corpus(**model.zoo_entry["recipe"]["data"]["options"]).held_out
+    curve = loss_by_position(model, held_out, length=model.zoo_entry["recipe"]["train"]["length"],
                              n_windows=evaluation["n_windows"])
     assert curve[evaluation["first_position"]:].mean().item() == pytest.approx(
         model.zoo_entry["metrics"]["held_out_bits_per_char"], abs=1e-4)
@@ -243,6 +284,41 @@ def test_the_held_out_metric_is_the_lessons_loss_by_position(toy_zoo, use_zoo):
 def test_a_shipped_checkpoint_retrains_bit_for_bit_from_its_recipe():
     """The issue's CI check at full scale: three ViTs trained side by side (seeds 0-2 without a
     position code, the zoo's cheapest group) re-made in a fresh process, bytes compared."""
+    made_on = _shipped(zoo.zoo_manifest(), "vit", "none", 0)["numerics"]
+    here = pretrain.numerics()
+    if here["fingerprint"] != made_on["fingerprint"]:
+        moved = sorted(k for k, v in here["fingerprint"].items() if made_on["fingerprint"].get(k) != v)
+        pytest.skip(f"this CPU ({here['cpu']}) computes {', '.join(moved)} differently from the CPU that made "
+                    f"the zoo ({made_on['cpu']}): its bytes are promised only where the fingerprint matches")
     run = _check("vit-none-seed0", zoo.ZOO_DIR)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "equals the shipped" in run.stdout
+
+
+def test_a_stopping_rule_lowers_the_rate_on_plateaus_keeps_the_best_and_doubles_its_patience():
+    rule = pretrain.recipe("capstone", "rope", 0)["stopping"]
+    assert pretrain.recipe("capstone", "rope", 0, double=True)["stopping"] == dict(rule, patience=2 * rule["patience"])
+    losses = iter([3.0, 2.0, 2.5, 2.5, 2.5, 1.5, 1.6, 1.6, 1.6, 1.6, 1.6, 1.6, 1.6])
+    stop = stopping.PlateauStop(None, 8, 1e-2, dict(rule, every=1, patience=3, warmup=2, lr_drops=1))
+    stop.measure = lambda model: next(losses)
+
+    model = torch.nn.Linear(1, 1)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1.0)
+    rates, step = [], 0
+    assert not stop(0, model, optimiser)
+    rates.append(optimiser.param_groups[0]["lr"])
+    while True:
+        step += 1
+        with torch.no_grad():
+            model.weight.fill_(step)
+        done = stop(step, model, optimiser)
+        rates.append(optimiser.param_groups[0]["lr"])
+        if done:
+            break
+    # warm-up (0.5, then 1 x lr), a plateau of 3 checks after the 2.0 lowers it (x0.3), the 1.5 is
+    # the best, and the plateau after it, the second, ends training at step 9
+    assert rates[:2] == [pytest.approx(5e-3), pytest.approx(1e-2)]
+    assert rates[4] == pytest.approx(1e-2) and rates[5] == pytest.approx(3e-3) and step == 9
+    record = stop.restore(model)
+    assert record == {"stopped_at_step": 9, "best_step": 6, "validation_bits_per_char": 1.5, "lr_lowered": 1}
+    assert model.weight.item() == 6

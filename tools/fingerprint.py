@@ -10,6 +10,8 @@ is expected to pass, and a line that differs names the operation that moved.
     python -m tools.fingerprint           # the CPU, the pinned kernels, each hash against REFERENCE
     python -m tools.fingerprint --exact   # exit 0 where stored outputs reproduce bit for bit, else
                                           # say so in one line and exit 1 (`make test` asks this)
+    python -m tools.fingerprint --detail  # the AdamW and L-BFGS lines taken apart, step by step, to
+                                          # find the operation that moves between two CPUs
 
 The test suite prints the same report in its header (tests/conftest.py). It was first measured
 as ../shared/tools/numerics_fingerprint.py, our own script, on two CPUs (session.py says which).
@@ -116,6 +118,54 @@ def fingerprint() -> dict[str, str]:
     return hashes
 
 
+def detail() -> dict[str, str]:
+    """The two lines that moved between an Intel Xeon and the AMD EPYCs (2026-11-25), taken apart:
+    one forward and backward of the AdamW line's layer (its gradients by weight), with torch's fused
+    attention and with the plain formula, one AdamW update; float64 matmul, dot product and
+    cross-entropy gradient. Compare the printout of two CPUs line by line: the first line that
+    differs names the operation (bench/fingerprint_detail.txt holds the lines of the CPUs seen)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    hashes = {}
+    try:
+        for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.MATH):
+            g = torch.Generator().manual_seed(1)
+            torch.manual_seed(0)
+            layer = torch.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+            data = torch.randn(16, 64, 128, generator=g)
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(64)
+            tag = backend.name.lower()
+            with sdpa_kernel([backend]):
+                out = layer(data, src_mask=mask, is_causal=True)
+                hashes[f"{tag}: forward"] = _hash(out)
+                out.pow(2).mean().backward()
+            for name, parameter in layer.named_parameters():
+                hashes[f"{tag}: grad {name}"] = _hash(parameter.grad)
+            torch.optim.AdamW(layer.parameters(), lr=1e-3).step()
+            hashes[f"{tag}: after one AdamW step"] = _hash(torch.cat([p.flatten() for p in layer.parameters()]))
+        g = torch.Generator().manual_seed(2)
+        a = torch.randn(600, 32, generator=g, dtype=torch.float64)
+        b = torch.randn(32, 16, generator=g, dtype=torch.float64, requires_grad=True)
+        logits = a @ b
+        hashes["float64: matmul 600x32x16"] = _hash(logits)
+        hashes["float64: matmul transposed"] = _hash(a.t() @ a)
+        hashes["float64: dot 10000"] = _hash(torch.dot(*torch.randn(2, 10000, generator=g, dtype=torch.float64)))
+        labels = torch.arange(600) % 16
+        torch.nn.functional.cross_entropy(logits, labels, reduction="sum").backward()
+        hashes["float64: cross-entropy gradient"] = _hash(b.grad)
+        x = torch.randn(1024, 96, generator=g)
+        w = torch.randn(96, 288, generator=g)
+        y = torch.randn(1024, 288, generator=g)
+        hashes["float32: x.T @ grad (1024-long sums)"] = _hash(x.t() @ y)
+        hashes["float32: grad @ w.T"] = _hash(y @ w.t())
+        hashes["float32: addmm with bias"] = _hash(torch.addmm(y[0], x, w))
+    finally:
+        torch.set_num_threads(threads)
+    return hashes
+
+
 def report() -> list[str]:
     """The lines the test suite's header prints: CPU, kernels, each hash against REFERENCE, verdict."""
     from course_utils.session import reproduces_stored_outputs
@@ -162,6 +212,10 @@ def inexact_note() -> str | None:
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:] == ["--detail"]:
+        print(f"CPU: {cpu()}")
+        print("\n".join(f"{name:<48} {value}" for name, value in detail().items()))
+        sys.exit(0)
     if sys.argv[1:] == ["--exact"]:
         note = inexact_note()
         if note:

@@ -17,7 +17,8 @@ the same recipe gives the same bytes on any x86-64 CPU with AVX2; the processes 
 Weights are stored as float16; every metric is measured on them as stored.
 
 Converged, by the zoo's rule: for each experiment and code the same recipe is also trained with
-twice the steps (the schedule stretched to match) for the convergence seeds (text: seed 0; images:
+twice the budget (twice the steps, the schedule stretched to match; for a recipe that stops
+itself on a validation text, twice the step cap and twice the patience) for the convergence seeds (text: seed 0; images:
 seeds 0-2, whose mean counts, one seed's 450 test images being too few); both held-out numbers go
 into the seed-0 entry's "convergence" record. The rule asks them to differ by at most 0.05 bits per
 character or 1 accuracy point; --list and the summary say where it holds.
@@ -43,6 +44,8 @@ from course_utils.session import pin_numerics
 from course_utils.text import unigram_bigram_bits
 from course_utils.vision import evaluate_vit
 from course_utils.zoo import MANIFEST, ZOO_DIR, build
+from tools import fingerprint
+from tools.stopping import PlateauStop, validation_split
 
 STORAGE = torch.float16
 FIRST_SCORED = 8  # text: the held-out metric averages positions 8 .. L-1 (past the first few)
@@ -50,11 +53,22 @@ TEXT_WINDOWS = 1024  # text: evenly spaced held-out windows the metric averages 
 RULE = {"held_out_bits_per_char": 0.05, "test_accuracy": 0.01}
 
 # One recipe per experiment and position code; seeds 0-5 each (lessons show 0-2, claims tests 3-5).
+# The capstone's language models learn the pydoc topics' paragraphs that are the same on every
+# supported Python (load_text_corpus(docstrings=False, fixed=True): lesson 14's kind of text, held
+# fixed) until a validation text stops improving: the last tenth of the training text, never
+# trained on, never the held-out text. The learning rate warms up over 100 steps, is lowered
+# (x0.3) when the validation loss has not improved by 0.001 bits in 3 checks (every 50 steps), and
+# after the second lowering the next such plateau ends training; the model kept is the one of the
+# best check. `steps` is a cap. Its 2x run doubles the cap and the patience (6 checks, 300 steps
+# without improvement before each lowering and the stop), so a plateau the model would have left
+# with more patience shows up as a difference.
 _CAPSTONE = dict(
     architecture="TinyTransformer",
-    config=dict(d_model=96, n_heads=3, n_layers=2, max_len=128, causal=True, attention_kernel="fused"),
-    data=dict(source="load_text_corpus", options={}),
-    train=dict(steps=1200, batch_size=32, length=128, lr=3e-3, weight_decay=0.1, schedule="warmup_linear"),
+    config=dict(d_model=64, n_heads=2, n_layers=2, max_len=128, causal=True, attention_kernel="fused"),
+    data=dict(source="load_text_corpus", options={"docstrings": False, "fixed": True}),
+    train=dict(steps=2400, batch_size=32, length=128, lr=3e-3, weight_decay=0.1, schedule="constant"),
+    stopping=dict(validation_share=0.1, every=50, n_windows=256, first_position=8, min_improvement=0.001,
+                  patience=3, lr_factor=0.3, lr_drops=2, warmup=100),
     groups=((0,), (1,), (2,), (3,), (4,), (5,)),
     convergence_seeds=(0,),
 )
@@ -82,7 +96,8 @@ EXPERIMENTS = {
 
 # --tiny: the same pipeline at toy scale (seconds, not an hour), for the tests and for trying a change.
 TINY = {"capstone": dict(config=dict(d_model=16, n_heads=2, max_len=16),
-                         train=dict(steps=2, batch_size=4, length=16), evaluation=dict(n_windows=8)),
+                         train=dict(steps=6, batch_size=4, length=16), evaluation=dict(n_windows=8),
+                         stopping=dict(every=2, n_windows=4, patience=1, warmup=2, lr_drops=0)),
         "vit": dict(config=dict(d_model=16, n_heads=2), train=dict(steps=2, batch_size=8), evaluation={})}
 
 
@@ -101,10 +116,15 @@ def recipe(experiment: str, position: str, seed: int, *, double: bool = False, t
     group = base["convergence_seeds"] if double else next(g for g in base["groups"] if seed in g)
     if double:
         training["steps"] *= 2
-    return {"architecture": base["architecture"], "config": config, "init_seed": seed,
-            "data": dict(base["data"]), "train": training, "trained_with_seeds": list(group),
-            "evaluation": evaluation, "storage": str(STORAGE).removeprefix("torch."), "threads": 1,
-            "torch": torch.__version__}
+    out = {"architecture": base["architecture"], "config": config, "init_seed": seed,
+           "data": dict(base["data"]), "train": training, "trained_with_seeds": list(group),
+           "evaluation": evaluation, "storage": str(STORAGE).removeprefix("torch."), "threads": 1,
+           "torch": torch.__version__}
+    if "stopping" in base:
+        out["stopping"] = dict(base["stopping"], **(TINY[experiment].get("stopping", {}) if tiny else {}))
+        if double:  # twice the budget of a run that stops itself: twice the cap and twice the patience
+            out["stopping"]["patience"] *= 2
+    return out
 
 
 def complete(recipe_: dict, data_sha256: str, vocab_size: int | None) -> dict:
@@ -151,7 +171,10 @@ def _metrics(model, data, recipe_: dict) -> dict:
         curve = loss_by_position(model, ids, length=length, n_windows=evaluation["n_windows"])
         return round(curve[evaluation["first_position"]:].mean().item(), 4)
 
-    return {"held_out_bits_per_char": bits(data.held_out), "train_bits_per_char": bits(data.train)}
+    trained = data.train
+    if "stopping" in recipe_:  # the text it was trained on, without the validation tail
+        trained, _ = validation_split(trained, recipe_["stopping"])
+    return {"held_out_bits_per_char": bits(data.held_out), "train_bits_per_char": bits(trained)}
 
 
 def run_group(job: tuple[str, str, tuple[int, ...], bool, bool]) -> dict:
@@ -173,7 +196,14 @@ def run_group(job: tuple[str, str, tuple[int, ...], bool, bool]) -> dict:
     else:
         task, lengths = data.train, (first["train"]["length"],) * 2
     seeds = [recipes[s]["train"]["seed"] for s in group]
-    if len(models) == 1:
+    stopping = {}
+    if "stopping" in first:  # text, one model per group: the last share of the training text validates
+        assert len(models) == 1, "a recipe that stops itself trains one model per group"
+        trained, validation = validation_split(task, first["stopping"])
+        stop = PlateauStop(validation, first["train"]["length"], first["train"]["lr"], first["stopping"])
+        train(models[0], trained, lengths=lengths, seed=seeds[0], progress=False, on_step=stop, **options)
+        stopping = stop.restore(models[0])
+    elif len(models) == 1:
         train(models[0], task, lengths=lengths, seed=seeds[0], progress=False, **options)
     else:
         train(models, task, lengths=lengths, seed=seeds, progress=False, **options)
@@ -186,7 +216,7 @@ def run_group(job: tuple[str, str, tuple[int, ...], bool, bool]) -> dict:
             about["vocabulary"] = data.vocabulary
         # One metadata key: safetensors writes several in a random order, and the bytes must not vary.
         blob = None if double else save_safetensors(tensors, metadata={"zoo": json.dumps(about, sort_keys=True)})
-        results[seed] = (blob, _metrics(model, data, recipes[seed]), recipes[seed])
+        results[seed] = (blob, dict(_metrics(model, data, recipes[seed]), **stopping), recipes[seed])
     return {"job": job, "results": results, "seconds": time.perf_counter() - started}
 
 
@@ -221,6 +251,13 @@ def _baselines(experiment: str) -> dict:
     return {"unigram_bits_per_char": round(unigram, 4), "bigram_bits_per_char": round(bigram, 4)}
 
 
+def numerics() -> dict:
+    """The CPU and its numerics fingerprint (tools/fingerprint.py): a checkpoint's bytes are promised
+    again only where the fingerprint is the same (MKL's AVX2 branch is Intel's; on other CPUs MKL
+    documents that it may take another path, and AdamW was measured to differ, 2026-11-25)."""
+    return {"cpu": fingerprint.cpu(), "fingerprint": fingerprint.fingerprint()}
+
+
 def _name(experiment: str, position: str, seed: int) -> str:
     return f"{experiment}-{position}-seed{seed}"
 
@@ -242,6 +279,7 @@ def make(experiments: list[str], processes: int, *, zoo_dir: Path = ZOO_DIR, tin
     made = {(job[0], job[1]) for job in todo}
     done = []
     started = time.perf_counter()
+    numerics_here = numerics()
     if processes == 1:  # in this process
         done = [run_group(job) for job in tqdm(todo, desc="zoo groups")]
     else:  # fresh processes: each sets its one thread and pinned kernels before computing
@@ -262,7 +300,7 @@ def make(experiments: list[str], processes: int, *, zoo_dir: Path = ZOO_DIR, tin
             entries[name] = {"name": name, "experiment": experiment, "position": position, "seed": seed,
                              "variant": {}, "file": f"{name}.safetensors",
                              "sha256": hashlib.sha256(blob).hexdigest(), "recipe": recipe_, "metrics": metrics,
-                             "seconds": round(result["seconds"] / len(group), 1)}
+                             "seconds": round(result["seconds"] / len(group), 1), "numerics": numerics_here}
     for experiment in experiments:
         baselines = _baselines(experiment)
         base = EXPERIMENTS[experiment][0]
@@ -282,6 +320,10 @@ def make(experiments: list[str], processes: int, *, zoo_dir: Path = ZOO_DIR, tin
                 "at_budget": round(sum(shipped) / len(seeds), 6),
                 "at_double_budget": round(sum(doubled) / len(seeds), 6), "rule": RULE[metric],
                 "seconds": double_seconds[experiment, position]}
+            if "stopping" in base:  # where each run stopped (its cap: steps, or twice them)
+                entries[_name(experiment, position, 0)]["convergence"]["stopped_at_step"] = [
+                    entries[_name(experiment, position, 0)]["metrics"]["stopped_at_step"],
+                    doubles[experiment, position][0]["stopped_at_step"]]
     order = {(e, p): i for i, (e, p) in enumerate((e, p) for e in EXPERIMENTS for p in EXPERIMENTS[e][1])}
     listed = sorted(entries.values(), key=lambda e: (order.get((e["experiment"], e["position"]), 99), e["seed"]))
     seconds = time.perf_counter() - started
@@ -309,6 +351,8 @@ def summary(zoo_dir: Path = ZOO_DIR) -> None:
             held = "" if c is None else (
                 f"  {c['at_budget']:.3f} -> {c['at_double_budget']:.3f} "
                 f"({'holds' if abs(c['at_double_budget'] - c['at_budget']) <= c['rule'] else 'FAILS'})")
+            if c is not None and "stopped_at_step" in c:
+                held += f"; stopped at steps {c['stopped_at_step'][0]} and {c['stopped_at_step'][1]}"
             print(f"  {position:<14} {values}{held}")
 
 
@@ -333,6 +377,11 @@ def check(name: str, *, zoo_dir: Path = ZOO_DIR) -> int:
     same = blob == shipped and digest == entry["sha256"] and recipe_ == entry["recipe"]
     print(f"{name}: re-trained in {result['seconds']:.0f} s (group of seeds {list(job[2])}); sha256 {digest} "
           f"{'equals' if same else 'DIFFERS FROM'} the shipped {entry['sha256']}; metrics {metrics}")
+    made_on, here = entry.get("numerics"), numerics()
+    if not same and made_on and made_on["fingerprint"] != here["fingerprint"]:
+        moved = sorted(k for k, v in here["fingerprint"].items() if made_on["fingerprint"].get(k) != v)
+        print(f"note: this CPU ({here['cpu']}) computes {', '.join(moved)} differently from the one that made "
+              f"{name} ({made_on['cpu']}): its bytes are promised only where the fingerprint matches")
     return 0 if same else 1
 
 
