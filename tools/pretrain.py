@@ -39,13 +39,13 @@ import torch
 from safetensors.torch import save as save_safetensors
 from tqdm import tqdm
 
-from course_utils import load_digits_patches, load_text_corpus, loss_by_position, setup, train
+from course_utils import load_digits_patches, load_text_corpus, setup, train
 from course_utils.session import pin_numerics
 from course_utils.text import unigram_bigram_bits
 from course_utils.vision import evaluate_vit
 from course_utils.zoo import MANIFEST, ZOO_DIR, build
 from tools import fingerprint
-from tools.stopping import PlateauStop, validation_split
+from tools.stopping import PlateauStop, mean_bits, validation_split
 
 STORAGE = torch.float16
 FIRST_SCORED = 8  # text: the held-out metric averages positions 8 .. L-1 (past the first few)
@@ -168,8 +168,8 @@ def _metrics(model, data, recipe_: dict) -> dict:
     length, evaluation = recipe_["train"]["length"], recipe_["evaluation"]
 
     def bits(ids) -> float:
-        curve = loss_by_position(model, ids, length=length, n_windows=evaluation["n_windows"])
-        return round(curve[evaluation["first_position"]:].mean().item(), 4)
+        return round(mean_bits(model, ids, length=length, n_windows=evaluation["n_windows"],
+                               first_position=evaluation["first_position"]), 4)
 
     trained = data.train
     if "stopping" in recipe_:  # the text it was trained on, without the validation tail

@@ -15,6 +15,13 @@ import torch
 from course_utils import loss_by_position
 
 
+def mean_bits(model, ids: torch.Tensor, *, length: int, n_windows: int, first_position: int) -> float:
+    """The zoo's text metric: bits per character at positions first_position .. length-1 of
+    n_windows evenly spaced windows of ``ids`` (loss_by_position), averaged."""
+    curve = loss_by_position(model, ids, length=length, n_windows=n_windows)
+    return curve[first_position:].mean().item()
+
+
 class PlateauStop:
     """A recipe's "stopping" rule as train()'s on_step: warm-up, a lower learning rate on each
     plateau of the validation loss, stop at the plateau after the last lowering, keep the best.
@@ -30,8 +37,8 @@ class PlateauStop:
         self.stopped = 0
 
     def measure(self, model) -> float:
-        curve = loss_by_position(model, self.validation, length=self.length, n_windows=self.rule["n_windows"])
-        return curve[self.rule["first_position"]:].mean().item()
+        return mean_bits(model, self.validation, length=self.length, n_windows=self.rule["n_windows"],
+                         first_position=self.rule["first_position"])
 
     def __call__(self, step: int, model, optimiser) -> bool:
         stop = False
