@@ -53,7 +53,8 @@ _MATPLOTLIB_DEFAULTS = {
 #   Numerical Reproducibility") says a non-Intel CPU runs the AUTO branch under that setting, and
 #   only COMPATIBLE is promised on both. Measured on an Intel Xeon (2026-11-25): matmul, attention,
 #   LayerNorm and log-softmax match the AMD hashes, AdamW training and the float64 fit do not
-#   (tools/fingerprint.py --detail takes them apart), so `make test` asks the fingerprint.
+#   (tools/fingerprint.py --detail takes them apart), so `make test` checks a lesson strictly
+#   only where the fingerprint equals the one recorded by the CPU that executed it.
 # - ONEDNN_MAX_CPU_ISA=AVX2 and ATEN_CPU_CAPABILITY=avx2: oneDNN's and torch's own AVX2 kernels,
 #   never their AVX-512 ones.
 # A CPU without AVX2 (or not x86-64: an Apple-silicon Mac, Linux on ARM, where torch uses other

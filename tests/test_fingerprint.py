@@ -43,16 +43,69 @@ def test_on_a_cpu_without_avx2_the_verdict_says_outputs_are_not_promised(hashes,
     assert "lax mode" in fingerprint.report()[-1]
 
 
-def test_make_test_is_told_in_one_line_where_outputs_cannot_reproduce(monkeypatch):
+def _lesson(tmp_path, name, record=None):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    if record is not None:
+        nb.metadata["numerics"] = {"cpu": "some CPU", "fingerprint": record}
+    path = tmp_path / name
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_lesson_without_a_record_was_made_with_the_reference(tmp_path):
+    assert fingerprint.made_with(_lesson(tmp_path, "a.ipynb")) == fingerprint.REFERENCE
+    other = dict(fingerprint.REFERENCE, attention="000000000000")
+    assert fingerprint.made_with(_lesson(tmp_path, "b.ipynb", other)) == other
+
+
+def test_make_test_checks_strictly_only_lessons_made_with_this_cpus_fingerprint(tmp_path, monkeypatch):
     import course_utils.session as session
 
     monkeypatch.setattr(session, "reproduces_stored_outputs", lambda: True)
-    monkeypatch.setattr(fingerprint, "fingerprint", lambda: dict(fingerprint.REFERENCE))
-    assert fingerprint.inexact_note() is None
+    old = _lesson(tmp_path, "00_old.ipynb")  # no record: made on the reference CPUs
     moved = dict(fingerprint.REFERENCE, **{"float64 L-BFGS": "000000000000"})
-    monkeypatch.setattr(fingerprint, "fingerprint", lambda: moved)
-    note = fingerprint.inexact_note()
-    assert len(note.splitlines()) == 1 and "float64 L-BFGS" in note and "lax mode" in note
+    new = _lesson(tmp_path, "01_new.ipynb", moved)
+    strict, lax, note = fingerprint.split_lessons([old, new], dict(fingerprint.REFERENCE))
+    assert strict == [str(old)] and lax == [str(new)]
+    assert len(note.splitlines()) == 1 and "float64 L-BFGS" in note and "1 of the 2 lessons" in note
+    assert "lax mode" in note and "the other 1 strictly" in note
+    strict, lax, note = fingerprint.split_lessons([old, new], moved)
+    assert strict == [str(new)] and lax == [str(old)]
+    assert fingerprint.split_lessons([old], dict(fingerprint.REFERENCE)) == ([str(old)], [], None)
+    strict, lax, note = fingerprint.split_lessons([old], moved)
+    assert strict == [] and "every lesson" in note
     monkeypatch.setattr(session, "reproduces_stored_outputs", lambda: False)
-    note = fingerprint.inexact_note()
+    strict, lax, note = fingerprint.split_lessons([old, new], dict(fingerprint.REFERENCE))
+    assert strict == [] and lax == [str(old), str(new)]
     assert len(note.splitlines()) == 1 and "lax mode" in note and "claims tests" in note
+
+
+def test_the_strict_list_is_printed_for_make(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    lesson = _lesson(tmp_path, "00_x.ipynb", fingerprint.fingerprint())
+    done = subprocess.run([sys.executable, "-m", "tools.fingerprint", "--strict", str(lesson)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0
+    import course_utils.session as session
+
+    assert done.stdout.split() == ([str(lesson)] if session.reproduces_stored_outputs() else [])
+
+
+def test_executing_a_lesson_records_the_cpu_and_its_fingerprint(tmp_path):
+    import nbformat
+
+    from tools import execute
+
+    path = _lesson(tmp_path, "00_x.ipynb")
+    record = {"cpu": "a CPU", "fingerprint": dict(fingerprint.REFERENCE)}
+    execute.execute_lesson(path, record=record)
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata["numerics"] == record
+    assert nb.cells[0].outputs[0]["data"]["text/plain"] == "2"
+    assert execute.numerics()["fingerprint"] == fingerprint.fingerprint()

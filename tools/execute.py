@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from . import fingerprint
 from .student import lesson_paths
 
 
@@ -35,8 +36,16 @@ def coalesce_streams(nb) -> None:
             cell.outputs = merged
 
 
-def execute_lesson(path: Path, *, timeout: int = 300) -> float:
-    """Run one notebook in a fresh python3 kernel, write it back in place; return seconds taken."""
+def numerics() -> dict:
+    """The record of the CPU that executes the lessons, stored in each notebook's metadata: its name
+    and numerics fingerprint (tools/fingerprint.py). `make test` checks a lesson under strict nbval
+    only on a CPU whose fingerprint equals it."""
+    return {"cpu": fingerprint.cpu(), "fingerprint": fingerprint.fingerprint()}
+
+
+def execute_lesson(path: Path, *, timeout: int = 300, record: dict | None = None) -> float:
+    """Run one notebook in a fresh python3 kernel, write it back in place with ``record`` (default:
+    this CPU's ``numerics()``) as its ``numerics`` metadata; return seconds taken."""
     path = Path(path)
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"path must be an existing .ipynb file, got {path}")
@@ -53,6 +62,7 @@ def execute_lesson(path: Path, *, timeout: int = 300) -> float:
     coalesce_streams(nb)
     elapsed = time.perf_counter() - start
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["numerics"] = numerics() if record is None else record
     text = nbformat.writes(nb)
     path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     return elapsed
@@ -64,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.paths or lesson_paths(Path("notebooks"))
     total = 0.0
+    record = numerics()
     for path in paths:
-        seconds = execute_lesson(path)
+        seconds = execute_lesson(path, record=record)
         total += seconds
         print(f"{path}: {seconds:.1f} s")
     print(f"executed {len(paths)} notebook(s) in {total:.1f} s")

@@ -4,12 +4,15 @@ Seeded float32 work of the kind the lessons do (matmuls of their shapes, attenti
 log-softmax, ten AdamW steps of a small transformer layer) and one float64 L-BFGS logistic fit
 (the logistic probe's method), each reduced to a short sha256 of its bytes. It runs after
 `import course_utils`, so under the kernels the course pins (course_utils/session.py). REFERENCE
-holds the hashes the stored outputs were made with; on a CPU whose lines all match, strict nbval
-is expected to pass, and a line that differs names the operation that moved.
+holds the hashes of the AMD EPYCs that made the first stored outputs; a lesson executed since
+records the fingerprint of the CPU that executed it in its metadata (``numerics``, written by
+tools/execute.py). Strict nbval checks a lesson where this CPU's lines all match the lesson's,
+and a line that differs names the operation that moved.
 
     python -m tools.fingerprint           # the CPU, the pinned kernels, each hash against REFERENCE
-    python -m tools.fingerprint --exact   # exit 0 where stored outputs reproduce bit for bit, else
-                                          # say so in one line and exit 1 (`make test` asks this)
+    python -m tools.fingerprint --strict LESSON...  # the lessons whose stored outputs this CPU
+                                          # reproduces bit for bit (`make test` asks this); a
+                                          # one-line note on stderr names the others
     python -m tools.fingerprint --detail  # the AdamW and L-BFGS lines taken apart, step by step, to
                                           # find the operation that moves between two CPUs
 
@@ -182,31 +185,49 @@ def report() -> list[str]:
         lines.append("verdict: not an x86-64 CPU with AVX2, so stored outputs are not expected to "
                      "reproduce bit for bit (make test runs nbval in lax mode plus the claims tests)")
     elif moved:
-        lines.append(f"verdict: DIFFERS from the stored outputs' CPUs in {', '.join(moved)}: strict nbval "
-                     f"may fail in the last digits; please report this CPU and these lines")
+        lines.append(f"verdict: DIFFERS from the AMD EPYCs that made the first stored outputs in "
+                     f"{', '.join(moved)}: make test checks strictly only the lessons executed on a CPU "
+                     f"with this fingerprint (their metadata records it), the others in lax mode")
     else:
-        lines.append("verdict: every hash matches the CPUs the stored outputs were made on")
+        lines.append("verdict: every hash matches the AMD EPYCs that made the first stored outputs")
     return lines
 
 
-def inexact_note() -> str | None:
-    """None where the stored outputs are expected bit for bit: an x86-64 CPU with AVX2 whose
-    fingerprint equals REFERENCE. Elsewhere the one line `make test` prints before it checks the
-    lessons in lax mode. (An Intel Xeon with AVX-512 was found, on 2026-11-25, to differ from the
-    AMD CPUs the outputs were made on in AdamW training and float64 L-BFGS under the same pins:
-    AVX2 alone does not promise exact outputs, the fingerprint decides.)"""
+def made_with(path) -> dict[str, str]:
+    """The fingerprint of the CPU that executed a lesson: the ``numerics`` record
+    ``tools/execute.py`` writes into the notebook's metadata, or REFERENCE for a lesson executed
+    before lessons carried one (those were all made on the AMD EPYCs REFERENCE was measured on)."""
+    import nbformat
+
+    nb = nbformat.read(Path(path), as_version=4)
+    return dict(nb.metadata.get("numerics", {}).get("fingerprint", REFERENCE))
+
+
+def split_lessons(paths, hashes: dict[str, str] | None = None) -> tuple[list[str], list[str], str | None]:
+    """(strict, lax, note): the lessons whose stored outputs this CPU is expected to reproduce bit
+    for bit (an x86-64 CPU with AVX2 whose fingerprint equals the one that executed the lesson),
+    the others, and the one line `make test` prints when some lessons are checked in lax mode
+    (None when every lesson is strict). hashes: this CPU's fingerprint (measured if None)."""
     from course_utils.session import reproduces_stored_outputs
 
+    paths = [str(path) for path in paths]
     if not reproduces_stored_outputs():
-        return (f"make test: {platform.machine()} CPU without x86-64 AVX2 ({cpu()}): stored outputs are "
-                f"exact only on x86-64 CPUs with AVX2, so nbval runs in lax mode (every cell must run "
-                f"without error) and the claims tests check the lessons' numbers with tolerances.")
-    moved = [name for name, value in fingerprint().items() if value != REFERENCE[name]]
-    if not moved:
-        return None
-    return (f"make test: this CPU ({cpu()}) computes {', '.join(moved)} differently from the CPUs the stored "
-            f"outputs were made on (python -m tools.fingerprint), so nbval runs in lax mode (every cell must "
-            f"run without error) and the claims tests check the lessons' numbers with tolerances.")
+        return [], paths, (f"make test: {platform.machine()} CPU without x86-64 AVX2 ({cpu()}): stored outputs "
+                           f"are exact only on x86-64 CPUs with AVX2, so nbval runs in lax mode (every cell "
+                           f"must run without error) and the claims tests check the lessons' numbers with "
+                           f"tolerances.")
+    hashes = fingerprint() if hashes is None else hashes
+    strict = [path for path in paths if made_with(path) == hashes]
+    lax = [path for path in paths if path not in strict]
+    if not lax:
+        return strict, lax, None
+    moved = sorted({name for path in lax for name, value in made_with(path).items() if hashes.get(name) != value})
+    which = "every lesson" if not strict else f"{len(lax)} of the {len(paths)} lessons"
+    rest = "" if not strict else f", the other {len(strict)} strictly"
+    return strict, lax, (f"make test: this CPU ({cpu()}) computes {', '.join(moved)} differently from the CPU "
+                         f"that executed {which} (python -m tools.fingerprint), so nbval checks "
+                         f"{'them' if not strict else 'those'} in lax mode (every cell must run without error; "
+                         f"the claims tests check their numbers with tolerances){rest}.")
 
 
 if __name__ == "__main__":
@@ -216,9 +237,10 @@ if __name__ == "__main__":
         print(f"CPU: {cpu()}")
         print("\n".join(f"{name:<48} {value}" for name, value in detail().items()))
         sys.exit(0)
-    if sys.argv[1:] == ["--exact"]:
-        note = inexact_note()
+    if sys.argv[1:2] == ["--strict"]:  # make test: print the lessons to check strictly
+        strict, _, note = split_lessons(sys.argv[2:])
         if note:
-            print(note)
-        sys.exit(0 if note is None else 1)
+            print(note, file=sys.stderr)
+        print(" ".join(strict))
+        sys.exit(0)
     print("\n".join(report()))
