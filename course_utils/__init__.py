@@ -63,12 +63,13 @@ from .relative import commuting_map, fit_offset_map, least_squares_map, offset_m
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
-from .text import (load_text_corpus, loss_by_position, text_batch,
-                   text_windows)
+from .text import (counts_by_position, load_text_corpus, loss_by_position, text_batch,
+                   text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
-from .vision import evaluate_vit, train_vit, vit_features  # train_vit: deprecated, kept out of __all__
+# train_vit: deprecated, kept out of __all__
+from .vision import attention_distance, embedded_patches, evaluate_vit, train_vit, vit_features
 from .vit import TinyViT, ViTConfig
 from .zoo import pretrained, zoo_manifest
 
@@ -81,6 +82,7 @@ __all__ = [
     "attention",
     "attention_at_offset",
     "attention_beyond",
+    "attention_distance",
     "attention_entropy",
     "attention_heatmap",
     "attention_to_first",
@@ -95,7 +97,9 @@ __all__ = [
     "cosine_similarity_matrix",
     "cosine_spread",
     "count_parameters",
+    "counts_by_position",
     "effective_rank",
+    "embedded_patches",
     "environment_report",
     "evaluate",
     "evaluate_vit",
@@ -172,6 +176,8 @@ __all__ = [
     "token_recovery",
     "train",
     "uniform_causal_weights",
+    "unigram_bigram_bits",
+    "validation_split",
     "variance_explained",
     "vit_features",
     "ViTConfig",
@@ -182,4 +188,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.4.0"
+__version__ = "0.5.0"

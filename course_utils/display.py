@@ -43,8 +43,9 @@ def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
     key of its inner mapping, each cell "mean (min–max)" over the seeds.
 
     results: {row: {column: [value for each seed]}}, e.g. {"rope": {"length 16": [0.98, 1.0, 0.99]}}.
-    Every cell needs the same number of seeds (at least one). The text fits 88 columns or raises
-    ValueError, so a lesson's table never needs a horizontal scroll bar.
+    Every cell needs the same number of seeds (at least one), except a row whose cells all hold one
+    value: a baseline without seeds (bigram counts, chance), shown as that value alone. The text
+    fits 88 columns or raises ValueError, so a lesson's table never needs a horizontal scroll bar.
     """
     decimals = _validate.integer(decimals, "decimals", minimum=0, maximum=6)
     if not isinstance(row_label, str):
@@ -53,7 +54,7 @@ def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
         raise TypeError("results must be a non-empty dict {row: {column: [one value per seed]}}")
     columns = None
     cells: dict[str, list[str]] = {}
-    n_seeds = None
+    n_seeds = None  # of the rows with seeds; a row of single values is a baseline
     for row, inner in results.items():
         if not isinstance(inner, dict) or not inner:
             raise TypeError(f"results[{row!r}] must be a non-empty dict {{column: [one value per seed]}}")
@@ -62,17 +63,23 @@ def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
         elif set(inner) != set(columns):
             raise ValueError(f"results[{row!r}] has columns {list(inner)}, the first row has {columns}")
         cells[str(row)] = []
+        row_values = []
         for column in columns:
-            values = inner[column]
-            values = np.asarray(rounded(values, 8), dtype=np.float64).ravel()
+            values = np.asarray(rounded(inner[column], 8), dtype=np.float64).ravel()
             if values.size == 0 or not np.isfinite(values).all():
                 raise ValueError(f"results[{row!r}][{column!r}] must hold finite numbers, one per seed")
+            if row_values and values.size != row_values[0].size:
+                raise ValueError(f"results[{row!r}][{column!r}] has {values.size} seeds, the row's first cell "
+                                 f"{row_values[0].size}")
+            row_values.append(values)
+        if row_values[0].size > 1:
             if n_seeds is None:
-                n_seeds = values.size
-            elif values.size != n_seeds:
-                raise ValueError(f"results[{row!r}][{column!r}] has {values.size} seeds, other cells {n_seeds}")
+                n_seeds = row_values[0].size
+            elif row_values[0].size != n_seeds:
+                raise ValueError(f"results[{row!r}] has {row_values[0].size} seeds per cell, other rows {n_seeds}")
+        for values in row_values:
             mean = f"{values.mean():.{decimals}f}"
-            cells[str(row)].append(mean if n_seeds == 1
+            cells[str(row)].append(mean if values.size == 1
                                    else f"{mean} ({values.min():.{decimals}f}–{values.max():.{decimals}f})")
     first = max([len(row_label), *(len(row) for row in cells)])
     width = max([len(c) for row in cells.values() for c in row] + [len(str(c)) for c in columns]) + 2

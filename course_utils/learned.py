@@ -137,13 +137,14 @@ def relative_movement(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor
 
 
 @torch.no_grad()
-def weight_back(model, tokens: torch.Tensor, back: int = 1) -> torch.Tensor:
+def weight_back(model, tokens: torch.Tensor, back: int = 1, *, first_query: int = 0) -> torch.Tensor:
     """Mean attention weight each head puts on the key ``back`` positions before the query.
 
     model: a TinyTransformer; tokens: [batch, n]; back: 0 .. n − 1 (1 = the previous token,
-    0 = the query's own token). The mean runs over the batch and over every query t >= back.
-    Returns [n_layers, n_heads]. A head that looks exactly one step back has 1.0 at back = 1;
-    a head that spreads its weight evenly over n keys has about 1/n.
+    0 = the query's own token). The mean runs over the batch and over every query
+    t >= max(back, first_query) (first_query > 0 leaves out the first queries, whose few keys get
+    large weights from any head). Returns [n_layers, n_heads]. A head that looks exactly one step
+    back has 1.0 at back = 1; a causal head that spreads its weight evenly has 1/(t + 1) at t.
     """
 
     if not isinstance(model, TinyTransformer):
@@ -155,8 +156,12 @@ def weight_back(model, tokens: torch.Tensor, back: int = 1) -> torch.Tensor:
     back = _validate.integer(back, "back", minimum=0)
     if back >= n:
         raise ValueError(f"back must be below n = {n} (the length of tokens), got {back}")
+    first_query = _validate.integer(first_query, "first_query", minimum=0)
+    if max(back, first_query) >= n:
+        raise ValueError(f"first_query must be below n = {n} (the length of tokens), got {first_query}")
     was_training = model.training
     model.eval()
     weights = model(tokens, details=True).attention_weights  # n_layers × [batch, heads, n, n]
     model.train(was_training)
-    return torch.stack([torch.diagonal(w, -back, dim1=-2, dim2=-1).mean(dim=(0, -1)) for w in weights])
+    skip = max(back, first_query) - back  # the diagonal's entry j is the query t = back + j
+    return torch.stack([torch.diagonal(w, -back, dim1=-2, dim2=-1)[..., skip:].mean(dim=(0, -1)) for w in weights])

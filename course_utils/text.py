@@ -240,6 +240,16 @@ def load_text_corpus(*, held_out_every: int | None = None, min_count: int = 20,
     return _split(bodies, first, min_count, what="unit", held_out_every=held_out_every)
 
 
+def _count_log_probs(train: torch.Tensor, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """log₂ p of character counts [V] (add-one smoothing) and of next-character counts given the
+    previous character [V, V] (add-0.1 smoothing; row a: the character after a), counted on train."""
+    _validate.size_budget(vocab_size * vocab_size, "the bigram counts [vocab_size, vocab_size]")
+    counts = torch.bincount(train, minlength=vocab_size).double() + 1
+    pairs = torch.full((vocab_size, vocab_size), 0.1, dtype=torch.float64)  # pairs[a, b]: b follows a
+    pairs.index_put_((train[:-1], train[1:]), torch.ones(train.numel() - 1, dtype=torch.float64), accumulate=True)
+    return (counts / counts.sum()).log2(), (pairs / pairs.sum(1, keepdim=True)).log2()
+
+
 def unigram_bigram_bits(train: torch.Tensor, held_out: torch.Tensor, *, vocab_size: int) -> tuple[float, float]:
     """The trivial baselines of a character model: the held-out loss in bits per character of
     character counts (unigram, add-one smoothing) and of next-character counts given the previous
@@ -250,12 +260,43 @@ def unigram_bigram_bits(train: torch.Tensor, held_out: torch.Tensor, *, vocab_si
     held_out = _ids(held_out, "held_out", vocab_size=vocab_size)
     if train.numel() < 2 or held_out.numel() < 2:
         raise ValueError("train and held_out must each hold at least 2 characters")
-    counts = torch.bincount(train, minlength=vocab_size).double() + 1
-    pairs = torch.full((vocab_size, vocab_size), 0.1, dtype=torch.float64)  # pairs[a, b]: b follows a
-    pairs.index_put_((train[:-1], train[1:]), torch.ones(train.numel() - 1, dtype=torch.float64), accumulate=True)
-    unigram = -(counts / counts.sum())[held_out].log2().mean().item()
-    bigram = -(pairs / pairs.sum(1, keepdim=True))[held_out[:-1], held_out[1:]].log2().mean().item()
-    return unigram, bigram
+    unigram, bigram = _count_log_probs(train, vocab_size)
+    return -unigram[held_out].mean().item(), -bigram[held_out[:-1], held_out[1:]].mean().item()
+
+
+def counts_by_position(train: torch.Tensor, ids: torch.Tensor, *, vocab_size: int, length: int,
+                       n_windows: int = 16, order: int = 2) -> torch.Tensor:
+    """The loss of the count baselines at each position t = 0 .. length-1 of the windows
+    ``loss_by_position`` reads (``text_windows(ids, length=length, n_windows=n_windows)``), in bits
+    per character, averaged over the windows: the baseline on exactly the characters a model is
+    scored on. order 1: character counts (unigram); order 2: next-character counts given the
+    character at t (bigram); both counted on ``train`` as in unigram_bigram_bits. Returns [length].
+    """
+    vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=1)
+    train = _ids(train, "train", vocab_size=vocab_size)
+    order = _validate.integer(order, "order", minimum=1, maximum=2)
+    if train.numel() < 2:
+        raise ValueError("train must hold at least 2 characters")
+    windows = text_windows(_ids(ids, vocab_size=vocab_size), length=length, n_windows=n_windows)
+    unigram, bigram = _count_log_probs(train, vocab_size)
+    bits = unigram[windows.targets] if order == 1 else bigram[windows.tokens, windows.targets]
+    return -bits.mean(dim=0).float()
+
+
+def validation_split(ids: torch.Tensor, *, share: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the ids to train on, the validation ids): the last ``share`` of ``ids`` (rounded down to
+    whole characters) is the validation text, never trained on; it picks when training stops
+    (the zoo's language models, README) and leaves the held-out text untouched. ids: [N]."""
+    ids = _ids(ids)
+    if isinstance(share, bool) or not isinstance(share, (int, float)):
+        raise TypeError(f"share must be a number between 0 and 1, got {type(share).__name__}")
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
+    n_validation = int(ids.shape[0] * share)
+    if not 0 < n_validation < ids.shape[0]:
+        raise ValueError(f"share {share} of the {ids.shape[0]} characters of ids leaves no validation text or "
+                         "nothing to train on")
+    return ids[:ids.shape[0] - n_validation], ids[ids.shape[0] - n_validation:]
 
 
 def _ids(ids, name: str = "ids", *, vocab_size: int | None = None) -> torch.Tensor:
@@ -360,7 +401,7 @@ def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 
         logits = torch.cat([model(part) for part in tokens[:, :read].split(per_chunk)])
         if read < length:  # position t >= read: a sliding window of the last `read` characters
             slides = tokens.unfold(1, read, 1)[:, 1:]  # [n_windows, length - read, read]
-            last = torch.cat([model(chunk)[:, -1] for chunk in slides.reshape(-1, read).split(4096)])
+            last = torch.cat([model(chunk)[:, -1] for chunk in slides.reshape(-1, read).split(per_chunk)])
             logits = torch.cat([logits, last.view(n_windows, length - read, -1)], dim=1)
     finally:
         model.train(was_training)

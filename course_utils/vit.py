@@ -75,10 +75,13 @@ _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ViTConfig)}
 class ViTOutput:
     """logits [batch, n_classes]; residuals: 2·n_layers + 1 tensors [batch, n, d_model]: the input
     to the first block, then the stream after each sub-layer (block 1's attention, block 1's MLP
-    = the output of block 1, block 2's attention, ...)."""
+    = the output of block 1, block 2's attention, ...); attention: n_layers tensors [batch,
+    n_heads, n, n], each block's attention weights (row q: how query patch q spreads its weight
+    over the patches)."""
 
     logits: torch.Tensor
     residuals: list[torch.Tensor] = field(default_factory=list)
+    attention: list[torch.Tensor] = field(default_factory=list)
 
 
 class TinyViT(nn.Module):
@@ -175,12 +178,13 @@ class TinyViT(nn.Module):
             hook = (block.ln_mlp.register_forward_pre_hook(lambda _, args: out.residuals.append(args[0]))
                     if details else None)
             try:
-                x, _, _ = block(x, None, None, rotate)
+                x, weights, _ = block(x, None, None, rotate)
             finally:
                 if hook is not None:
                     hook.remove()
             if details:
                 out.residuals.append(x)
+                out.attention.append(weights)
         out.logits = self.head(self.ln_final(x).mean(dim=1))
         return out if details else out.logits
 

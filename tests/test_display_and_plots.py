@@ -113,13 +113,17 @@ def test_seed_table_shows_mean_and_range_over_seeds():
     assert lines[1].split() == ["rope", "0.990", "(0.980–1.000)", "0.800", "(0.700–0.900)"]
     assert lines[2].split() == ["none", "0.350", "(0.300–0.400)", "0.250", "(0.200–0.300)"]
     assert seed_table({"a": {"x": [0.5]}}, decimals=1).splitlines()[1].split() == ["a", "0.5"]
+    # a baseline without seeds: one value per cell, shown alone beside the rows with seeds
+    text = seed_table({"rope": {"x": [1.0, 0.98, 0.99]}, "bigram counts": {"x": [3.5]}}, decimals=2)
+    assert text.splitlines()[2].split() == ["bigram", "counts", "3.50"]
 
 
 @pytest.mark.parametrize("results, error, word", [
     ({}, TypeError, "results"),
     ({"a": [1.0]}, TypeError, "results['a']"),
     ({"a": {"x": [1.0]}, "b": {"y": [1.0]}}, ValueError, "columns"),
-    ({"a": {"x": [1.0, 2.0]}, "b": {"x": [1.0]}}, ValueError, "seeds"),
+    ({"a": {"x": [1.0, 2.0]}, "b": {"x": [1.0, 2.0, 3.0]}}, ValueError, "seeds"),
+    ({"a": {"x": [1.0, 2.0], "y": [1.0]}}, ValueError, "seeds"),
     ({"a": {"x": [float("nan")]}}, ValueError, "finite"),
     ({"a": {f"column {i}": [1.0, 2.0] for i in range(6)}}, ValueError, "88 columns"),
 ])

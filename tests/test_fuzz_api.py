@@ -643,7 +643,8 @@ def _movement_kwargs(draw):
 def _weight_back_kwargs(draw):
     model = draw(models)
     tokens = draw(tokens_for(model))
-    return dict(model=model, tokens=tokens, back=draw(st.integers(0, tokens.shape[1] - 1)))
+    return dict(model=model, tokens=tokens, back=draw(st.integers(0, tokens.shape[1] - 1)),
+                first_query=draw(st.integers(0, tokens.shape[1] - 1)))
 
 
 @st.composite
@@ -966,6 +967,28 @@ def _text_windows_kwargs(draw):
 
 
 @st.composite
+def _counts_by_position_kwargs(draw):
+    length = draw(st.integers(1, 6))
+    return dict(train=_text(draw), ids=_text(draw, length + 1), vocab_size=6, length=length,
+                n_windows=draw(small), order=draw(st.sampled_from((1, 2))))
+
+
+@st.composite
+def _unigram_bigram_kwargs(draw):
+    return dict(train=_text(draw), held_out=_text(draw), vocab_size=draw(st.integers(6, 9)))
+
+
+@st.composite
+def _validation_split_kwargs(draw):
+    return dict(ids=_text(draw, 4), share=draw(st.floats(0.3, 0.7)))
+
+
+def _expect_split(kw, out):
+    train, validation = out
+    assert torch.equal(torch.cat([train, validation]), kw["ids"]) and len(train) and len(validation)
+
+
+@st.composite
 def _loss_by_position_kwargs(draw):
     model = _tiny_model(position=draw(st.sampled_from(sorted(POSITIONS))), causal=True)
     length = draw(st.integers(1, model.config.max_len))
@@ -1138,6 +1161,10 @@ CASES: dict[str, Case] = {
         _logistic_kwargs(),
         dict(features=ANY, labels=ANY, test_fraction=Real(positive=True), seed=Seed()),
         lambda kw, out: isinstance(out, ProbeResult) and 0 <= out.test_accuracy <= 1),
+    "counts_by_position": Case(
+        _counts_by_position_kwargs(),
+        dict(train=ANY, ids=ANY, vocab_size=Int(1), length=Size(1), n_windows=Size(1), order=ANY),
+        lambda kw, out: shape_is(kw["length"])(out), partners=("train", "ids", "vocab_size", "length")),
     "loss_by_position": Case(
         _loss_by_position_kwargs(),
         dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), context=ANY),
@@ -1317,13 +1344,17 @@ CASES: dict[str, Case] = {
     "text_windows": Case(
         _text_windows_kwargs(), dict(ids=ANY, length=Size(1), n_windows=Size(1)),
         _expect_text_batch("n_windows"), partners=("ids", "length")),
+    "unigram_bigram_bits": Case(
+        _unigram_bigram_kwargs(), dict(train=ANY, held_out=ANY, vocab_size=Int(1)),
+        lambda kw, out: is_float(out[0], 0) and is_float(out[1], 0), partners=("train", "held_out", "vocab_size")),
     "uniform_causal_weights": Case(
         st.fixed_dictionaries(dict(n=st.integers(1, 6), dtype=dtypes)), dict(n=Size(1), dtype=FloatDtype()),
         _expect_tensor_dtype(lambda kw: (kw["n"], kw["n"]), dtype_kw)),
+    "validation_split": Case(_validation_split_kwargs(), dict(ids=ANY, share=ANY), _expect_split),
     "variance_explained": Case(_variance_kwargs(), dict(features=ANY, labels=ANY), lambda kw, out: is_float(out)),
-    "weight_back": Case(_weight_back_kwargs(), dict(model=MODEL, tokens=ANY, back=Int(0)),
+    "weight_back": Case(_weight_back_kwargs(), dict(model=MODEL, tokens=ANY, back=Int(0), first_query=Int(0)),
                         lambda kw, out: shape_is(kw["model"].config.n_layers, kw["model"].config.n_heads)(out),
-                        partners=("model", "tokens")),
+                        partners=("model", "tokens", "back", "first_query")),
     "with_mask": Case(st.fixed_dictionaries(dict(model=models, causal=st.booleans())), dict(model=MODEL, causal=Bool()),
                       lambda kw, out: isinstance(out, TinyTransformer) and out.config.causal == kw["causal"]),
 }
@@ -1396,12 +1427,13 @@ def _evaluate_vit_kwargs(draw):
 def _vit_features_kwargs(draw):
     model = draw(vits)
     patches, labels = draw(_vit_data(model))
-    return dict(model=model, patches=patches, labels=labels)
+    return dict(model=model, patches=patches, labels=labels, sublayers=draw(st.booleans()))
 
 
 def _expect_vit_features(kw, out):
     batch, n, _ = kw["patches"].shape
-    assert isinstance(out, ResidualFeatures) and len(out.layers) == 2 * len(kw["model"].blocks) + 1
+    per_block = 2 if kw["sublayers"] else 1
+    assert isinstance(out, ResidualFeatures) and len(out.layers) == per_block * len(kw["model"].blocks) + 1
     assert all(layer.shape == (batch * n, kw["model"].d_model) for layer in out.layers)
     assert out.positions.shape == out.tokens.shape == out.targets.shape == (batch * n,)
 
@@ -1491,8 +1523,20 @@ VISION_CASES = {
              n_layers=Int(0), n_classes=Int(1), d_ff=ANY, base=Real(positive=True)),
         lambda kw, out: isinstance(out, ViTConfig) and all(getattr(out, k) == v for k, v in kw.items()),
         partners=("d_model", "n_heads", "position")),
-    "vit_features": Case(_vit_features_kwargs(), dict(model=Instance(TinyViT), patches=ANY, labels=ANY),
+    "vit_features": Case(_vit_features_kwargs(), dict(model=Instance(TinyViT), patches=ANY, labels=ANY,
+                                                      sublayers=Bool()),
                          _expect_vit_features, partners=("model", "patches", "labels"), examples=15),
+    "embedded_patches": Case(
+        _vit_features_kwargs().map(lambda kw: dict(model=kw["model"], patches=kw["patches"],
+                                                   with_code=kw["sublayers"])),
+        dict(model=Instance(TinyViT), patches=ANY, with_code=Bool()),
+        lambda kw, out: shape_is(kw["patches"].shape[0] * kw["patches"].shape[1], kw["model"].d_model)(out),
+        partners=("model", "patches"), examples=10),
+    "attention_distance": Case(
+        _vit_features_kwargs().map(lambda kw: dict(model=kw["model"], patches=kw["patches"])),
+        dict(model=Instance(TinyViT), patches=ANY),
+        lambda kw, out: shape_is(len(kw["model"].blocks), kw["model"].n_heads)(out),
+        partners=("model", "patches"), examples=10),
 }
 CASES.update(VISION_CASES)
 

@@ -273,6 +273,12 @@ def test_weight_back_reads_the_model_attention_weights():
     total = sum(weight_back(model, tokens, k) * (9 - k) for k in range(9))
     assert torch.all(total <= 9 + 1e-4)
     assert weight_back(model, tokens).equal(weight_back(model, tokens, 1))
+    # first_query: only the queries t >= max(back, first_query) count
+    late = weight_back(model, tokens, 2, first_query=5)
+    for layer in range(2):
+        expected = torch.stack([weights[layer][:, :, t, t - 2] for t in range(5, 9)]).mean(dim=(0, 1))
+        assert torch.allclose(late[layer], expected, rtol=1e-5)
+    assert weight_back(model, tokens, 2, first_query=1).equal(out)
 
 
 def test_weight_back_leaves_the_model_mode_alone():
@@ -289,6 +295,9 @@ def test_weight_back_leaves_the_model_mode_alone():
     (lambda: weight_back(_learned(), torch.zeros(1, 3, dtype=torch.long), 3), "back", ValueError),
     (lambda: weight_back(_learned(), torch.zeros(1, 3, dtype=torch.long), -1), "back", ValueError),
     (lambda: weight_back(_learned(), torch.zeros(1, 3, dtype=torch.long), 1.0), "back", TypeError),
+    (lambda: weight_back(_learned(), torch.zeros(1, 3, dtype=torch.long), first_query=3), "first_query", ValueError),
+    (lambda: weight_back(_learned(), torch.zeros(1, 3, dtype=torch.long), first_query=-1), "first_query",
+     ValueError),
     (lambda: weight_back(TinyTransformer(ModelConfig(vocab_size=4, d_model=8, n_layers=0)),
                          torch.zeros(1, 3, dtype=torch.long)), "n_layers", ValueError),
 ])

@@ -264,3 +264,52 @@ def test_unigram_bigram_bits_are_the_counts_cross_entropy():
         unigram_bigram_bits(torch.tensor([1]), held, vocab_size=4)
     with pytest.raises(ValueError, match="held_out"):
         unigram_bigram_bits(train, torch.tensor([5, 1]), vocab_size=4)
+
+
+def test_counts_by_position_scores_the_windows_loss_by_position_reads():
+    from course_utils import counts_by_position, text_windows, unigram_bigram_bits
+
+    g = torch.Generator().manual_seed(0)
+    train, held = torch.randint(0, 6, (400,), generator=g), torch.randint(0, 6, (200,), generator=g)
+    # one window over the whole held-out text: the mean is unigram_bigram_bits' number
+    bigram = unigram_bigram_bits(train, held, vocab_size=6)[1]
+    unigram = unigram_bigram_bits(train, held[1:], vocab_size=6)[0]  # the targets: characters 1 .. 199
+    whole = dict(vocab_size=6, length=199, n_windows=1)
+    assert counts_by_position(train, held, order=1, **whole).double().mean().item() == pytest.approx(unigram, rel=1e-6)
+    assert counts_by_position(train, held, **whole).double().mean().item() == pytest.approx(bigram, rel=1e-6)
+    # position t of each window: the bigram loss of (character t, character t + 1), averaged over windows
+    curve = counts_by_position(train, held, vocab_size=6, length=10, n_windows=7)
+    windows = text_windows(held, length=10, n_windows=7)
+    for t in (0, 4, 9):
+        expected = sum(unigram_bigram_bits(train, torch.stack([windows.tokens[w, t], windows.targets[w, t]]),
+                                           vocab_size=6)[1] for w in range(7)) / 7
+        assert curve[t].item() == pytest.approx(expected, rel=1e-5)
+    assert curve.shape == (10,) and curve.dtype == torch.float32
+
+
+@pytest.mark.parametrize("kwargs, name, error", [
+    (dict(order=3), "order", ValueError),
+    (dict(order=1.0), "order", TypeError),
+    (dict(length=0), "length", ValueError),
+    (dict(n_windows=0), "n_windows", ValueError),
+    (dict(vocab_size=2), "ids", ValueError),
+])
+def test_counts_by_position_refuses_by_name(kwargs, name, error):
+    from course_utils import counts_by_position
+
+    args = dict(vocab_size=6, length=5, n_windows=2) | kwargs
+    with pytest.raises(error, match=name):
+        counts_by_position(torch.arange(6).repeat(3), torch.arange(6).repeat(2), **args)
+
+
+def test_validation_split_keeps_the_last_share_apart():
+    from course_utils import validation_split
+
+    ids = torch.arange(100) % 7
+    train, validation = validation_split(ids, share=0.1)
+    assert torch.equal(torch.cat([train, validation]), ids) and len(validation) == 10
+    assert len(validation_split(ids, share=0.255)[1]) == 25  # rounded down
+    for share, error in ((0.0, ValueError), (1.0, ValueError), (0.001, ValueError), ("0.1", TypeError),
+                         (True, TypeError)):
+        with pytest.raises(error, match="share"):
+            validation_split(ids, share=share)

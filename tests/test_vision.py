@@ -7,8 +7,9 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils import (ViTConfig, TinyViT, evaluate_vit, grid_positions, load_digits_patches, patchify, resize_table,
-                          rope_rotate, rope_rotate_2d, sinusoidal_encoding_2d, train, train_vit, vit_features)
+from course_utils import (ViTConfig, TinyViT, attention_distance, embedded_patches, evaluate_vit, grid_positions,
+                          load_digits_patches, patchify, resize_table, rope_rotate, rope_rotate_2d,
+                          sinusoidal_encoding_2d, train, train_vit, vit_features)
 from course_utils.layers import ResidualFeatures, layer_profile
 
 
@@ -252,3 +253,60 @@ def test_a_vit_is_built_from_its_config_record():
         TinyViT("rope_2d")
     with pytest.raises(ValueError, match="n_heads"):
         ViTConfig(position="rope_2d", d_model=16, n_heads=8)  # 2 features a head: no halves of pairs
+
+
+def test_vit_features_at_block_boundaries_only():
+    data = load_digits_patches()
+    model = TinyViT(position="learned", n_layers=2, seed=1)
+    every = vit_features(model, data.test_patches[:5], data.test_labels[:5])
+    blocks = vit_features(model, data.test_patches[:5], data.test_labels[:5], sublayers=False)
+    assert len(blocks.layers) == 3  # the input, after block 1, after block 2
+    assert all(torch.equal(a, b) for a, b in zip(blocks.layers, every.layers[::2]))
+    assert torch.equal(blocks.tokens, every.tokens) and torch.equal(blocks.positions, every.positions)
+    with pytest.raises(TypeError, match="sublayers"):
+        vit_features(model, data.test_patches[:5], data.test_labels[:5], sublayers=1)
+
+
+@pytest.mark.parametrize("position", ["none", "learned", "sinusoidal_2d", "rope_2d"])
+def test_embedded_patches_are_the_stream_entering_the_first_block(position):
+    data = load_digits_patches()
+    model = TinyViT(position=position, n_layers=1, seed=2)
+    patches = data.test_patches[:3]
+    with_code = embedded_patches(model, patches)
+    alone = embedded_patches(model, patches, with_code=False)
+    assert with_code.dtype == torch.float64 and with_code.shape == (48, 32)
+    stream = vit_features(model, patches, data.test_labels[:3]).layers[0]
+    assert torch.allclose(with_code, stream, atol=1e-5)  # the model computes it in float32
+    code = model.code()
+    if code is None:
+        assert torch.equal(with_code, alone)
+    else:
+        assert torch.allclose(with_code - alone, code.detach().double().repeat(3, 1), atol=1e-12)
+    # float64 pixels give a stream of rank 4 + 1 (the bias): no float32 noise in other directions
+    assert torch.linalg.matrix_rank(alone) == 5
+    with pytest.raises(ValueError, match="patches"):
+        embedded_patches(model, torch.randn(3, 9, 4))
+
+
+def test_attention_distance_weighs_grid_distances_by_attention():
+    model = TinyViT(position="rope_2d", n_layers=2, seed=3).double()
+    patches = torch.randn(4, 16, 4, dtype=torch.float64)
+    out = model(patches, details=True)
+    assert len(out.attention) == 2 and out.attention[0].shape == (4, 2, 16, 16)
+    rows, cols = grid_positions(4, 4)
+    expected = torch.zeros(2, 2, dtype=torch.float64)
+    for layer, weights in enumerate(out.attention):
+        for q in range(16):
+            for k in range(16):
+                gap = ((rows[q] - rows[k]) ** 2 + (cols[q] - cols[k]) ** 2) ** 0.5
+                expected[layer] += weights[:, :, q, k].mean(dim=0) * gap / 16
+    assert torch.allclose(attention_distance(model, patches), expected, atol=1e-12)
+    # uniform attention (zero queries) gives the mean distance between two patches of the grid
+    with torch.no_grad():
+        for block in model.blocks:  # equal scores everywhere: uniform attention
+            block.attention.qkv.weight.zero_()
+            block.attention.qkv.bias.zero_()
+    uniform = attention_distance(model, patches)
+    assert torch.allclose(uniform, torch.full((2, 2), 2.008, dtype=torch.float64), atol=5e-4)
+    with pytest.raises(ValueError, match="n_layers"):
+        attention_distance(TinyViT(n_layers=0), patches.float())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils import loss_by_position
+from course_utils import loss_by_position, text
 
 
 def mean_bits(model, ids: torch.Tensor, *, length: int, n_windows: int, first_position: int) -> float:
@@ -71,8 +71,4 @@ class PlateauStop:
 
 def validation_split(ids: torch.Tensor, rule: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """(the ids trained on, the validation ids): the last ``validation_share`` of ``ids``."""
-    n_validation = int(ids.shape[0] * rule["validation_share"])
-    if not 0 < n_validation < ids.shape[0]:
-        raise ValueError(f"validation_share {rule['validation_share']} of {ids.shape[0]} characters leaves no "
-                         "validation text or nothing to train on")
-    return ids[:ids.shape[0] - n_validation], ids[ids.shape[0] - n_validation:]
+    return text.validation_split(ids, share=rule["validation_share"])
