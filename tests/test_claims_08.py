@@ -232,3 +232,21 @@ def test_re_adding_is_faster_and_keeps_more_position(runs, seed):
     assert every_steps <= once_steps - 2
     assert every["profile"].position_probe[-1] >= once["profile"].position_probe[-1] + 0.02
     assert once["profile"].position_share[1] >= every["profile"].position_share[1] + 0.2
+
+
+def _accuracy_after(task: str, seed: int, steps: int) -> float:
+    model = _model(task, seed)
+    train(model, task, steps=steps, lr=LR[task], lengths=(16, 16), seed=seed, bos=True, progress=False)
+    return evaluate(model, task, length=16, bos=True)
+
+
+def test_the_budget_line_previous_token_is_converged_counting_is_a_snapshot():
+    """The lesson's budget line (seeds 0-2): twice the steps moves the previous-token models' mean test
+    accuracy by less than 0.01 (the 2x rule holds) and lifts the counting models' by far more."""
+    def change(task: str) -> float:
+        before = [_accuracy_after(task, seed, STEPS[task]) for seed in (0, 1, 2)]
+        after = [_accuracy_after(task, seed, 2 * STEPS[task]) for seed in (0, 1, 2)]
+        return (sum(after) - sum(before)) / 3
+
+    assert abs(change("previous_token")) < 0.01
+    assert change("count") > 0.05
