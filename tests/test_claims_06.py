@@ -53,3 +53,15 @@ def test_lesson_06_claims_hold_on_other_seeds(seed):
     # at one pair of positions, the position-position term changes with the tokens (shared sigma)
     pair = position[:, 8, 7]
     assert pair.max() - pair.min() > 0.2 * pair.mean().abs()
+
+
+def test_the_budget_line_the_models_pass_the_2x_rule():
+    """Lesson 06's budget line (seeds 0-2): twice the steps (400) moves the mean test accuracy by < 0.01."""
+    def accuracy(seed: int, steps: int) -> float:
+        config = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
+        model = TinyTransformer(config, seed=seed)
+        train(model, "previous_token", steps=steps, lengths=(8, 16), seed=seed, progress=False)
+        return evaluate(model, "previous_token", length=16)
+
+    change = sum(accuracy(seed, 400) - accuracy(seed, 200) for seed in (0, 1, 2)) / 3
+    assert abs(change) < 0.01

@@ -87,3 +87,16 @@ def test_at_4L_ntk_does_not_rescue_the_task(models, seed):
     none = _accuracy(models[seed], 4 * L)
     ntk = _accuracy(with_rope_scaling(models[seed], "ntk", factor=4.0), 4 * L)
     assert ntk < none + 0.1 and ntk < 0.7
+
+
+def test_the_budget_line_twice_the_steps_changes_no_length_by_a_point():
+    """Lesson 12's budget line (seeds 0-2): with twice the steps (300) the accuracy at L, 2L and 4L moves by
+    less than 0.01 on every seed: the length results are not those of a short run."""
+    config = ModelConfig(vocab_size=16, d_model=32, n_heads=2, n_layers=1, max_len=64, position="rope", causal=True)
+    for seed in (0, 1, 2):
+        scores = []
+        for steps in (STEPS, 2 * STEPS):
+            model = TinyTransformer(config, seed=seed)
+            train(model, "copy_offset", steps=steps, lengths=(L, L), offset=K, lr=3e-3, seed=seed, progress=False)
+            scores.append([_accuracy(model, n) for n in (L, 2 * L, 4 * L)])
+        assert all(abs(a - b) < 0.01 for a, b in zip(*scores)), (seed, scores)
