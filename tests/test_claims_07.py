@@ -128,3 +128,22 @@ def test_past_the_trained_positions_learned_is_at_chance_and_sinusoidal_in_patch
     # ... the sinusoidal one above chance, far below its trained accuracy, and uneven
     assert CHANCE + 0.04 < fixed[TRAINED:].mean() < 0.6
     assert fixed[TRAINED:].max() - fixed[TRAINED:].min() > 0.25
+
+
+def _test_accuracy(name: str, seed: int, steps: int) -> float:
+    model = TinyTransformer(ModelConfig(**CONFIG, position=CODES[name]), seed=seed)
+    if name == "table N(0,1)":
+        initialise_table(model, std=1.0, seed=seed)
+    train(model, TASK, steps=steps, lengths=LENGTHS, seed=seed, progress=False)
+    return evaluate(model, TASK, length=TRAINED)
+
+
+def test_the_budget_line_the_default_table_is_converged_the_table_at_n01_is_not():
+    """Lesson 07's budget line (seeds 0-2): twice the steps moves the default table's mean test accuracy by
+    less than 0.01 (the 2x rule holds) and lifts the `table N(0,1)` models' by several points."""
+    def change(name: str) -> float:
+        return sum(_test_accuracy(name, seed, 2 * STEPS[name]) - _test_accuracy(name, seed, STEPS[name])
+                   for seed in (0, 1, 2)) / 3
+
+    assert abs(change("learned")) < 0.01
+    assert change("table N(0,1)") > 0.03
