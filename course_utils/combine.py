@@ -6,7 +6,8 @@
 - ``effective_rank`` and ``principal_directions``: how few directions a position code really uses.
 - ``principal_angles`` and ``share_in_subspace``: how much two sets of vectors overlap.
 - ``nearest_token_accuracy``: per position, how often token + code is nearest its own token.
-- ``token_recovery``: can the token (and the position) still be read from token + code?
+- ``token_recovery``: can the token (and the position) still be read from token + code? (By a
+  logistic probe, the course's probe; least squares on request.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from . import _validate
-from .probes import linear_probe
+from .probes import linear_probe, logistic_probe
 
 
 def block_parameters(d_model: int, d_ff: int | None = None) -> int:
@@ -135,8 +136,9 @@ class Recovery:
 
     nearest_token: fraction of (token, position) sums whose largest dot product with the token
     table is their own token (no training: what an output layer tied to the embeddings does).
-    token_probe, position_probe: held-out accuracy of a linear probe (``linear_probe``) for the
-    token id and for the position.
+    token_probe, position_probe: held-out accuracy of a linear read-out for the token id and for
+    the position, fitted by ``logistic_probe`` (the default) or by ``linear_probe`` (least
+    squares; see ``token_recovery``'s ``probe``).
     """
 
     nearest_token: float
@@ -166,15 +168,22 @@ def nearest_token_accuracy(tokens, code) -> torch.Tensor:
     return _nearest_hits(tokens, code).double().mean(dim=0)
 
 
-def token_recovery(tokens, code, *, seed: int = 0) -> Recovery:
+_PROBES = {"logistic": logistic_probe, "least_squares": linear_probe}
+
+
+def token_recovery(tokens, code, *, seed: int = 0, probe: str = "logistic") -> Recovery:
     """Add every token embedding to every position's code and try to read both back.
 
     tokens: [V, d] token embeddings; code: [n, d] position code. Builds the V·n sums
     tokens[v] + code[t] (float64) and measures three read-outs (see ``Recovery``). The probes
-    are fitted on a random half of the sums (``seed``) and scored on the other half.
+    are fitted on a random half of the sums (``seed``) and scored on the other half. ``probe``
+    picks how they are fitted: "logistic" (default, ``logistic_probe``: the course's probe,
+    which fits the argmax itself) or "least_squares" (``linear_probe``: closed form and fast,
+    but it can mask classes, so it can score below chance where the logistic probe does not).
     """
     tokens, code = _two_row_sets(tokens, code, "tokens", "code")
     seed = _validate.seed(seed)
+    fit = _PROBES[_validate.choice(probe, "probe", tuple(_PROBES))]
     vocab, n = tokens.shape[0], code.shape[0]
     if vocab < 2 or n < 2:
         raise ValueError(f"tokens and code need at least 2 rows each, got {vocab} and {n}")
@@ -182,8 +191,13 @@ def token_recovery(tokens, code, *, seed: int = 0) -> Recovery:
     token_ids = torch.arange(vocab).repeat_interleave(n)
     positions = torch.arange(n).repeat(vocab)
     sums = tokens[token_ids] + code[positions]
+    try:
+        token_probe = fit(sums, token_ids, seed=seed).test_accuracy
+        position_probe = fit(sums, positions, seed=seed).test_accuracy
+    except ValueError as error:  # the probe names its own argument (features): say whose it is
+        raise ValueError(f"tokens + code (the probe's features): {error}") from error
     return Recovery(
         nearest_token=_nearest_hits(tokens, code).double().mean().item(),
-        token_probe=linear_probe(sums, token_ids, seed=seed).test_accuracy,
-        position_probe=linear_probe(sums, positions, seed=seed).test_accuracy,
+        token_probe=token_probe,
+        position_probe=position_probe,
     )

@@ -10,6 +10,13 @@ The lesson trains the one-layer, two-head model on previous-token for 120 steps 
   by 0.028-0.131 on seeds 0-4; seeds 5-7 here: by 0.05-0.09); with twice the steps addition
   passes the 2x rule and concatenation catches up (a speed difference);
 - a ten-line PyTorch loop gives exactly train's loss curve.
+
+Section 5's read-outs of token + code (no training; the lesson draws its 64 tokens with seed 1,
+here seeds 2-5): the logistic token probe reads every token at every scale; the position probe
+reads nearly every position for small tokens, fewer than half at tensor2tensor's scale (lesson
+0.379) and about one in ten with N(0, 1) x sqrt(d) tokens (lesson 0.092): above chance (1/64),
+far below the code alone (1.000). The least-squares probe's 0.002 that the lesson once reported
+there (128 tokens) was an artefact: below chance, where the logistic probe is above it.
 """
 
 import functools
@@ -18,8 +25,9 @@ import math
 import pytest
 import torch
 
-from course_utils import (ModelConfig, TinyTransformer, evaluate, make_batch, principal_directions,
-                          share_in_subspace, sinusoidal_encoding, steps_to_accuracy, train)
+from course_utils import (ModelConfig, TinyTransformer, evaluate, logistic_probe, make_batch,
+                          principal_directions, share_in_subspace, sinusoidal_encoding,
+                          steps_to_accuracy, token_recovery, train)
 
 TASK, STEPS, LR = "previous_token", 120, 1e-2
 SEEDS = [5, 6, 7]
@@ -115,3 +123,40 @@ def test_twice_the_steps_addition_is_converged_and_concatenation_catches_up():
     assert mean(True, 2 * STEPS) - mean(True, STEPS) > 0.01, "concatenation does not: still learning"
     for seed in (0, 1, 2, *SEEDS):
         assert accuracy_after(seed, 2 * STEPS, False) - accuracy_after(seed, 2 * STEPS, True) < 0.02
+
+
+# --- section 5: reading token and position back from token + code ----------------------------
+
+POSITIONS, D = 64, 64
+CODE = sinusoidal_encoding(POSITIONS, D, dtype=torch.float64)
+CHANCE = 1 / POSITIONS
+
+
+def unit_tokens(seed: int, vocab: int = 64) -> torch.Tensor:
+    return torch.randn(vocab, D, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4, 5])
+def test_the_token_is_always_read_and_big_tokens_swamp_most_of_the_position(seed):
+    small, t2t_init, t2t, bug = (token_recovery(scale * unit_tokens(seed), CODE)
+                                 for scale in (0.02, D**-0.5, 1.0, 8.0))
+    assert all(r.token_probe == 1.0 for r in (small, t2t_init, t2t, bug)), "every token, every scale"
+    assert small.nearest_token < 0.05 and t2t_init.nearest_token < 0.25, "naively, small tokens are lost"
+    assert t2t.nearest_token == bug.nearest_token == 1.0
+    assert small.position_probe > 0.95 and t2t_init.position_probe > 0.95, "small tokens: position read"
+    assert t2t.position_probe < 0.5, "tensor2tensor's scale: the position from fewer than half"
+    assert 2 * CHANCE < bug.position_probe < 0.15, "N(0, 1) x sqrt(d): above chance, ~1 in 10"
+
+
+def test_the_code_alone_is_read_perfectly():
+    vocab = 64
+    alone = logistic_probe(CODE.repeat(vocab, 1), torch.arange(POSITIONS).repeat(vocab), seed=0)
+    assert alone.test_accuracy == 1.0
+
+
+def test_the_least_squares_below_chance_score_was_a_probe_artefact():
+    """The lesson's old setup (128 tokens, seed 1, N(0, 1) x sqrt(d)): least squares read 0.002."""
+    tokens = 8.0 * unit_tokens(1, vocab=128)
+    least_squares = token_recovery(tokens, CODE, probe="least_squares").position_probe
+    logistic = token_recovery(tokens, CODE).position_probe
+    assert least_squares < CHANCE < logistic < 0.15

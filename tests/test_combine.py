@@ -1,5 +1,6 @@
 """Tests for course_utils.combine (lesson 05): block_parameters, cosine_spread, effective_rank,
-principal_directions, principal_angles, share_in_subspace, nearest_token_accuracy, token_recovery."""
+principal_directions, principal_angles, share_in_subspace, nearest_token_accuracy, token_recovery
+(its logistic and least-squares probes)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from course_utils import (
     cosine_spread,
     count_parameters,
     effective_rank,
+    linear_probe,
+    logistic_probe,
     nearest_token_accuracy,
     principal_angles,
     principal_directions,
@@ -191,6 +194,24 @@ def test_token_recovery_big_tokens_and_tiny_tokens():
     assert tiny.position_probe > big.position_probe
 
 
+@pytest.mark.parametrize("probe, fit", [("logistic", logistic_probe), ("least_squares", linear_probe)])
+def test_token_recovery_probes_are_the_named_probe_on_the_sums(probe, fit):
+    generator = torch.Generator().manual_seed(3)
+    tokens = torch.randn(6, 8, generator=generator, dtype=F64)
+    code = torch.randn(5, 8, generator=generator, dtype=F64)
+    sums = (tokens[:, None, :] + code[None, :, :]).reshape(30, 8)  # token-major: row v·5 + t
+    token_ids, positions = torch.arange(6).repeat_interleave(5), torch.arange(5).repeat(6)
+    result = token_recovery(tokens, code, seed=4, probe=probe)
+    assert result.token_probe == fit(sums, token_ids, seed=4).test_accuracy
+    assert result.position_probe == fit(sums, positions, seed=4).test_accuracy
+
+
+def test_token_recovery_uses_the_logistic_probe_by_default():
+    code = sinusoidal_encoding(8, 16, dtype=F64)
+    tokens = 3 * torch.randn(12, 16, generator=torch.Generator().manual_seed(0), dtype=F64)
+    assert token_recovery(tokens, code) == token_recovery(tokens, code, probe="logistic")
+
+
 def test_token_recovery_nearest_token_by_hand():
     tokens = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=F64)
     code = torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=F64)  # position 1 pushes everything onto token 0
@@ -204,6 +225,8 @@ def test_token_recovery_nearest_token_by_hand():
     ((torch.ones(3, 4), "code"), {}, TypeError, "code"),
     ((torch.ones(3, 4), torch.ones(3, 4)), {"seed": -2}, ValueError, "seed"),
     ((torch.ones(4), torch.ones(3, 4)), {}, ValueError, "tokens"),
+    ((torch.ones(3, 4), torch.ones(3, 4)), {"probe": "ridge"}, ValueError, "probe"),
+    ((torch.ones(3, 4), torch.ones(3, 4)), {"probe": None}, ValueError, "probe"),
 ])
 def test_token_recovery_rejects_bad_arguments(args, kwargs, error, name):
     with pytest.raises(error, match=name):

@@ -1329,8 +1329,9 @@ CASES: dict[str, Case] = {
         lambda kw, out: shape_is(*kw["tokens"].shape, kw["config"].n_outputs or kw["config"].vocab_size)(out),
         call=_tiny_transformer),
     "token_recovery": Case(
-        st.fixed_dictionaries(dict(tokens=_rows(min_rows=2, d=3), code=_rows(min_rows=2, d=3), seed=seeds)),
-        dict(tokens=ANY, code=ANY, seed=Seed()), _expect_recovery),
+        st.fixed_dictionaries(dict(tokens=_rows(min_rows=2, d=3), code=_rows(min_rows=2, d=3), seed=seeds,
+                                   probe=st.sampled_from(("logistic", "least_squares")))),
+        dict(tokens=ANY, code=ANY, seed=Seed(), probe=Choice(("logistic", "least_squares"))), _expect_recovery),
     "train": Case(
         st.one_of(_train_kwargs(), _train_text_kwargs()),
         dict(model=MODEL, task=ANY, steps=Steps(1), batch_size=Size(1), lengths=ANY, lr=Real(positive=True),
