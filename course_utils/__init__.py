@@ -71,7 +71,7 @@ from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
 from .vision import attention_distance, embedded_patches, evaluate_vit, train_vit, vit_features
 from .vit import TinyViT, ViTConfig
-from .zoo import pretrained, zoo_manifest
+from .zoo import budget_report, pretrained, zoo_manifest
 
 __all__ = [
     "accuracy_by_position",
@@ -90,6 +90,7 @@ __all__ = [
     "binary_encoding",
     "block_parameters",
     "bos_weight",
+    "budget_report",
     "causal_mask",
     "code_heatmap",
     "commuting_map",

@@ -1486,6 +1486,12 @@ VISION_CASES = {
              seed=Seed(), device=ANY, variant=ANY),
         lambda kw, out: isinstance(out, TinyViT) and not out.training and out.zoo_entry["seed"] == kw["seed"],
         examples=4, partners=("experiment", "position", "seed")),
+    "budget_report": Case(
+        st.fixed_dictionaries(dict(experiment=st.sampled_from(("vit", "capstone")), brief=st.booleans())),
+        dict(experiment=Choice(tuple(dict.fromkeys(e["experiment"] for e in cu.zoo_manifest()))),
+             seeds=ANY, further=ANY, brief=ANY),
+        lambda kw, out: isinstance(out, str) and all(len(line) <= 88 for line in out.splitlines()),
+        examples=2),
     "zoo_manifest": Case(
         st.fixed_dictionaries(dict(experiment=st.sampled_from(("vit",)))),
         dict(experiment=ANY),

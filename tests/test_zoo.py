@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import course_utils as cu
 import course_utils.zoo as zoo
 from course_utils import TinyTransformer, TinyViT, load_digits_patches, load_text_corpus, loss_by_position
 from course_utils.vision import evaluate_vit
@@ -322,3 +323,38 @@ def test_a_stopping_rule_lowers_the_rate_on_plateaus_keeps_the_best_and_doubles_
     record = stop.restore(model)
     assert record == {"stopped_at_step": 9, "best_step": 6, "validation_bits_per_char": 1.5, "lr_lowered": 1}
     assert model.weight.item() == 6
+
+
+def test_the_budget_report_names_budget_baselines_and_the_2x_verdict_of_every_code(shipped):
+    """budget_report reads the manifest: one row per code with its own stopping steps, the
+    trivial baselines, and a verdict that names exactly the codes failing the 2x rule."""
+    for experiment, codes in SHIPPED.items():
+        report = cu.budget_report(experiment)
+        lines = report.splitlines()
+        assert max(map(len, lines)) <= 88
+        rows = {line.split()[0]: line for line in lines if line.split()[0] in codes}
+        assert set(rows) == set(codes)
+        for code in codes:
+            made = [_shipped(shipped, experiment, code, s) for s in (0, 1, 2)]
+            steps = " ".join(f"{e['metrics'].get('stopped_at_step', e['recipe']['train']['steps']):,}"
+                             for e in made)
+            assert steps in rows[code]
+            verdict = "FAILS" if (experiment, code) in NOT_CONVERGED else "holds"
+            assert rows[code].endswith(verdict)
+        assert ("chance" in report) == (experiment == "vit")
+        assert ("bigram counts" in report) == (experiment == "capstone")
+        failing = sorted(code for e, code in NOT_CONVERGED if e == experiment)
+        brief = cu.budget_report(experiment, brief=True)
+        assert len(brief.splitlines()) <= 2 and all(len(line) <= 88 for line in brief.splitlines())
+        assert (f"FAILS for {', '.join(failing)}" in " ".join(brief.split())) == bool(failing)
+
+
+def test_the_budget_report_refuses_bad_arguments_naming_them():
+    with pytest.raises(ValueError, match="experiment"):
+        cu.budget_report("nonsense")
+    with pytest.raises(ValueError, match="seeds"):
+        cu.budget_report("vit", seeds=(0, 99))
+    with pytest.raises(TypeError, match="further"):
+        cu.budget_report("vit", further=3)
+    with pytest.raises(TypeError, match="brief"):
+        cu.budget_report("vit", brief="yes")

@@ -3,6 +3,7 @@
     model = pretrained("capstone", position="rope", seed=0)   # a TinyTransformer, eval mode
     model = pretrained("vit", position="learned", seed=3)     # a TinyViT
     entries = zoo_manifest()                                   # what the zoo holds
+    print(budget_report("vit"))                                # budget, baselines, 2x rule
 
 Every checkpoint is a safetensors file in this folder (tensors and text only: loading one can
 never run code, unlike a pickle), listed in manifest.json with its sha256, the full recipe that
@@ -21,6 +22,7 @@ import copy
 import functools
 import hashlib
 import json
+import textwrap
 from pathlib import Path
 
 import torch
@@ -28,7 +30,7 @@ from safetensors.torch import load as load_safetensors
 
 from .. import _validate
 from ..extension import RopeScaling
-from ..models import ModelConfig, TinyTransformer
+from ..models import count_parameters, ModelConfig, TinyTransformer
 from ..vit import TinyViT, ViTConfig
 
 ZOO_DIR = Path(__file__).resolve().parent
@@ -110,13 +112,13 @@ def read_checkpoint(entry: dict) -> dict[str, torch.Tensor]:
     path = ZOO_DIR / entry["file"]
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {entry['name']!r}: its file {path} is missing; reinstall course_utils "
-                                f"or re-make it with `python -m tools.pretrain --only {entry['name']}`")
+                                f"or re-make it with `python -m tools.pretrain --experiment {entry['experiment']} --position {entry['position']}`")
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry["sha256"]:
         raise ValueError(f"checkpoint {entry['name']!r}: {path.name} has sha256 {digest}, the manifest says "
                          f"{entry['sha256']}; the file was changed or damaged: reinstall course_utils or re-make "
-                         f"it with `python -m tools.pretrain --only {entry['name']}`")
+                         f"it with `python -m tools.pretrain --experiment {entry['experiment']} --position {entry['position']}`")
     return load_safetensors(data)
 
 
@@ -144,3 +146,83 @@ def pretrained(experiment: str, *, position: str, seed: int = 0, device="cpu", *
     model.load_state_dict({name: tensor.float() for name, tensor in tensors.items()}, strict=True)
     model.zoo_entry = copy.deepcopy(entry)
     return model.to(device).eval()
+
+
+def _seed_list(seeds, name: str) -> tuple[int, ...]:
+    if not isinstance(seeds, (list, tuple, range)):
+        raise TypeError(f"{name} must be a sequence of seeds such as (0, 1, 2), got {type(seeds).__name__}")
+    out = tuple(_validate.seed(s, name) for s in seeds)
+    if not out:
+        raise ValueError(f"{name} must name at least one seed")
+    return out
+
+
+def _span(seeds: tuple[int, ...]) -> str:
+    consecutive = len(seeds) > 2 and seeds == tuple(range(seeds[0], seeds[-1] + 1))
+    return f"{seeds[0]}–{seeds[-1]}" if consecutive else ", ".join(map(str, seeds))
+
+
+def budget_report(experiment: str, *, seeds=(0, 1, 2), further=(3, 4, 5), brief: bool = False) -> str:
+    """The budget behind an experiment's checkpoints, from the manifest, as text (fits 88 columns).
+
+    One table row per position code: parameters, the token vectors' starting std (text), the step
+    each of ``seeds`` stopped at, the training metric (mean of ``seeds``), the held-out metric
+    (mean of ``seeds``) and the zoo's 2× rule (its recorded numbers and verdict). Above it the
+    budget (steps x batch, and length for text), below it the trivial baselines of the task
+    (chance and majority class for images; unigram and bigram counts for text) and which seeds
+    the claims tests re-check (``further``). ``brief``: one line instead, for under a later result.
+    """
+    entries = zoo_manifest(_validate.choice(experiment, "experiment", experiments()))
+    seeds, further = _seed_list(seeds, "seeds"), _seed_list(further, "further")
+    if not isinstance(brief, bool):
+        raise TypeError(f"brief must be True or False, got {type(brief).__name__}")
+    by = {(e["position"], e["seed"]): e for e in entries}
+    codes = tuple(dict.fromkeys(e["position"] for e in entries))
+    missing = [f"{code} seed {s}" for code in codes for s in seeds + further if (code, s) not in by]
+    if missing:
+        raise ValueError(f"seeds/further: the zoo has no {experiment!r} checkpoint for {', '.join(missing)}")
+    first = by[codes[0], seeds[0]]
+    plan, metric = first["recipe"]["train"], first["recipe"]["evaluation"]["metric"]
+    text = metric == "held_out_bits_per_char"
+    rules = {code: by[code, 0].get("convergence") for code in codes}
+    holds = {code: r is not None and abs(r["at_double_budget"] - r["at_budget"]) <= r["rule"]
+             for code, r in rules.items()}
+    caps = sorted({by[code, seeds[0]]["recipe"]["train"]["steps"] for code in codes})
+    unit = f"windows of {plan['length']} characters" if text else "images"
+    cap = " or ".join(f"{c:,}" for c in caps)
+    steps = f"at most {cap} steps" if text else f"{cap} steps"
+    shown = f"seeds {_span(seeds)} (claims tests: {_span(further)})"
+    failed = [code for code in codes if not holds[code]]
+    verdict = ("the 2× rule holds for every code" if not failed else
+               f"the 2× rule FAILS for {', '.join(failed)}: still learning")
+    if brief:
+        return textwrap.fill(f"zoo {experiment!r}: {steps} × {plan['batch_size']} {unit}, {shown}; {verdict}",
+                             width=88)
+    size = "bits/char" if text else "accuracy"
+    trained = "train_bits_per_char" if text else "train_accuracy"
+    lines = textwrap.wrap(f"budget: {steps} × {plan['batch_size']} {unit}, AdamW lr {plan['lr']}, weight decay "
+                          f"{plan['weight_decay']}; {shown}", width=88)
+    lines.append(f"{'code':<14}{'parameters':>11}{'std':>6}{'steps, seeds ' + _span(seeds):>19}"
+                 f"{'train':>7}{'held out':>9}  2× rule ({size})")
+    for code in codes:
+        made = [by[code, s] for s in seeds]
+        stop = " ".join(f"{e['metrics'].get('stopped_at_step', e['recipe']['train']['steps']):,}" for e in made)
+        train = sum(e["metrics"][trained] for e in made) / len(made)
+        held = sum(e["metrics"][metric] for e in made) / len(made)
+        std = made[0]["recipe"]["config"].get("embedding_std")
+        rule = rules[code]
+        moved = ("none recorded" if rule is None else
+                 f"{rule['at_budget']:.3f} → {rule['at_double_budget']:.3f} {'holds' if holds[code] else 'FAILS'}")
+        lines.append(f"{code:<14}{count_parameters(build(made[0]['recipe'])):>11,}{'' if std is None else std:>6}"
+                     f"{stop:>19}{train:>7.3f}{held:>9.3f}  {moved}")
+    m = first["metrics"]
+    if text:
+        baselines = (f"baselines: unigram counts {m['unigram_bits_per_char']:.3f}, bigram counts "
+                     f"{m['bigram_bits_per_char']:.3f} bits/char held out. train and held out: means of the seeds; "
+                     f"std: the token vectors' at the start; 2× rule: seed 0 at twice the step cap and patience")
+    else:
+        baselines = (f"baselines: chance {m['chance_accuracy']:.3f}, majority class "
+                     f"{m['majority_class_accuracy']:.3f}. train and held out (test images): means of the seeds; "
+                     f"2× rule: mean of seeds 0–2 at twice the steps")
+    lines += textwrap.wrap(baselines, width=88) + [verdict]
+    return "\n".join(lines)
