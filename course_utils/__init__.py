@@ -5,11 +5,12 @@ A lesson imports what it needs from here:
     from course_utils import setup, sinusoidal_encoding, attention
 
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
-combine (05), decomposition (06), learned (07), layers (08), causal (09), biases and
-attention_positions (10), rope and model_edits (11), extension (12), grid_codes, digits, vit and
-vision (13), text and corpus (14); attention, models, tasks, training, probes, plots, widgets,
-display and session are shared by all; zoo loads the converged checkpoints that lessons study instead of
-training for minutes; checks holds the homework checks.
+combine (05), decomposition (06), learned (07), layers (08), causal (09), biases,
+attention_positions and position_free (10), rope and model_edits (11), extension (12),
+grid_codes, digits, vit and vision (13), text and corpus (14), rope_config (15, next); attention,
+models, tasks, training, probes, plots, widgets, display and session are shared by all; zoo
+loads the converged checkpoints that lessons study instead of training for minutes; checks
+holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -17,7 +18,7 @@ table):
 
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
-             attention, probes, tasks, digits, combine, corpus
+             attention, probes, tasks, digits, combine, corpus, rope_config, position_free
                                             position math and measurements, free of models
     floor 3  models, vit                    the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo
@@ -38,14 +39,15 @@ _pin_numerics()
 
 from .attention import attention, causal_mask
 from .attention_positions import (attention_at_offset, attention_beyond, attention_entropy, offset_head,
-                                  OffsetHead)
+                                  OffsetHead, pair_logits, rival_margin, RivalMargin, without_pairs)
 from .biases import alibi_bias, alibi_slopes, RelativeBias
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
 from .combine import (block_parameters, cosine_spread, effective_rank, nearest_token_accuracy, principal_angles,
                       principal_directions, Recovery, share_in_subspace, token_recovery)
-from .decomposition import (four_term_decomposition, FourTerms, model_four_terms, offset_argmax_share,
-                            offset_dependence, offset_only_r2, offset_profile, offset_pull)
+from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share, key_pull, model_four_terms,
+                            offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
+                            term_subspaces, weight_on_key, without_terms)
 from .display import rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
@@ -58,9 +60,11 @@ from .models import count_parameters, ModelConfig, TinyTransformer
 from .naive import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
 from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_curves, matrix_heatmap,
                     similarity_vs_offset)
+from .position_free import most_frequent_earlier, position_free_accuracy
 from .probes import linear_probe, logistic_probe, variance_explained
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
+from .rope_config import rope_frequencies_from_config
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes
 from .text import (counts_by_position, load_text_corpus, loss_by_position, text_batch,
@@ -114,6 +118,8 @@ __all__ = [
     "grid_positions",
     "initialise_table",
     "integer_encoding",
+    "key_argmax_share",
+    "key_pull",
     "layer_curves",
     "layer_profile",
     "LayerProfile",
@@ -127,6 +133,7 @@ __all__ = [
     "matrix_heatmap",
     "model_four_terms",
     "ModelConfig",
+    "most_frequent_earlier",
     "moving_average",
     "n_classes",
     "nearest_token_accuracy",
@@ -143,8 +150,10 @@ __all__ = [
     "OffsetHead",
     "one_hot_encoding",
     "pair_columns",
+    "pair_logits",
     "patchify",
     "permutation_gap",
+    "position_free_accuracy",
     "position_labels",
     "pretrained",
     "principal_angles",
@@ -155,9 +164,12 @@ __all__ = [
     "residual_features",
     "ResidualFeatures",
     "resize_table",
+    "rival_margin",
+    "RivalMargin",
     "rope_decay_bound",
     "rope_decode_step",
     "rope_frequencies",
+    "rope_frequencies_from_config",
     "rope_permutation",
     "rope_rotate",
     "rope_rotate_2d",
@@ -170,6 +182,7 @@ __all__ = [
     "sinusoidal_encoding",
     "sinusoidal_encoding_2d",
     "steps_to_accuracy",
+    "term_subspaces",
     "text_batch",
     "text_windows",
     "TinyTransformer",
@@ -183,10 +196,13 @@ __all__ = [
     "vit_features",
     "ViTConfig",
     "weight_back",
+    "weight_on_key",
     "with_mask",
     "with_rope_scaling",
+    "without_pairs",
+    "without_terms",
     "yarn_attention_scale",
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.5.0"
+__version__ = "0.6.0"

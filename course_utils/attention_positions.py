@@ -8,6 +8,10 @@ looks at lengths it never trained on: its weight on the key a given number of st
 share of weight on keys more than a given distance back, and how spread its weights are.
 ``offset_head`` finds, in a trained model, the head that attends to a given offset (lesson 11's
 previous-token head, lesson 12's copy head); the lessons and their claims tests call it.
+
+Which rotary pairs a RoPE head reads (lesson 12): ``pair_logits`` splits its logits into one term
+per pair, ``rival_margin`` splits the lead of one offset's key over its strongest rival by pair,
+and ``without_pairs`` removes pairs from one head (an ablation) to check causally.
 """
 
 from __future__ import annotations
@@ -123,3 +127,106 @@ def offset_head(model: TinyTransformer, tokens: torch.Tensor, offset: int, *, la
     means = on_offset[:, queries.start:queries.stop:queries.step].mean(1)
     head = int(means.argmax())
     return OffsetHead(head, weights[head], on_offset[head], means[head].item(), weights)
+
+
+def _rope_head(model, head, layer) -> tuple[int, int]:
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if model.config.position != "rope":
+        raise ValueError(f'model must use position="rope" (rotary pairs), got position="{model.config.position}"')
+    if model.config.n_layers == 0:
+        raise ValueError("model has no attention layer (n_layers = 0)")
+    layer = _validate.integer(layer, "layer", minimum=0, maximum=model.config.n_layers - 1)
+    head = _validate.integer(head, "head", minimum=0, maximum=model.config.n_heads - 1)
+    return head, layer
+
+
+def pair_logits(model: TinyTransformer, tokens: torch.Tensor, *, head: int, layer: int = 0) -> torch.Tensor:
+    """One RoPE head's attention logits split by rotary pair. Returns [batch, d_head/2, n, n].
+
+    Entry [b, i, t, s] is pair i's share of the logit of query t on key s: (q_t,i · M_{s−t} k_s,i)
+    / √d_head, with q and k the head's query and key features of pair i (2 each, paired as
+    config.rope_layout says) after the rotation and any scaling's temperature. Summed over i it
+    is the model's logit (``attention_logits``, before the causal mask). tokens: ids [batch, n].
+    """
+    head, layer = _rope_head(model, head, layer)
+    with torch.no_grad():  # the model checks tokens
+        x = model(tokens, details=True).residuals[layer]  # what enters block `layer` [batch, n, d_model]
+        block, config = model.blocks[layer], model.config
+        batch, n, d_model = x.shape
+        d_head = d_model // config.n_heads
+        qkv = block.attention.qkv(block.ln_attention(x)).view(batch, n, 3, config.n_heads, d_head)
+        rotate = model.rotary(n)
+        q, k = rotate(qkv[:, :, 0].transpose(1, 2))[:, head], rotate(qkv[:, :, 1].transpose(1, 2))[:, head]
+    pairs = d_head // 2
+    if config.rope_layout == "interleaved":
+        q, k = q.reshape(batch, n, pairs, 2), k.reshape(batch, n, pairs, 2)
+    else:  # "halves": pair i is features (i, i + d_head/2)
+        q, k = q.reshape(batch, n, 2, pairs).transpose(-1, -2), k.reshape(batch, n, 2, pairs).transpose(-1, -2)
+    return torch.einsum("btif,bsif->bits", q, k) / d_head ** 0.5
+
+
+def without_pairs(model: TinyTransformer, pairs, *, head: int, layer: int = 0) -> TinyTransformer:
+    """A copy of a RoPE model in which one head no longer uses the rotary ``pairs`` (an ablation).
+
+    The rows of W_q (and its bias) that make those pairs' query features in head ``head`` of layer
+    ``layer`` are set to 0, so those pairs add exactly 0 to every logit of that head (pair_logits);
+    every other weight is kept. pairs: an iterable of pair indices 0 .. d_head/2 − 1 (may be
+    empty). ``model`` itself is not changed.
+    """
+    head, layer = _rope_head(model, head, layer)
+    d_head = model.config.d_model // model.config.n_heads
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__") or \
+            (isinstance(pairs, torch.Tensor) and pairs.ndim == 0):
+        raise TypeError(f"pairs must be an iterable of pair indices, got {type(pairs).__name__}")
+    pairs = sorted({_validate.integer(i, "pairs", minimum=0, maximum=d_head // 2 - 1) for i in pairs})
+    features = [(2 * i, 2 * i + 1) if model.config.rope_layout == "interleaved" else (i, i + d_head // 2)
+                for i in pairs]
+    rows = [head * d_head + f for pair in features for f in pair]  # query rows come first in qkv
+    ablated = TinyTransformer(model.config)
+    ablated.load_state_dict(model.state_dict())
+    ablated.train(model.training)
+    with torch.no_grad():
+        qkv = ablated.blocks[layer].attention.qkv
+        qkv.weight[rows] = 0.0
+        qkv.bias[rows] = 0.0
+    return ablated
+
+
+@dataclass(frozen=True)
+class RivalMargin:
+    """How one offset's key beats its strongest rival, pair by pair (see rival_margin).
+
+    by_pair [pairs]: mean over batch and queries of c_i(t, t − offset) − c_i(t, r), r the rival;
+    rival_offset [batch, queries]: t − r for each query; queries: the query positions used."""
+
+    by_pair: torch.Tensor
+    rival_offset: torch.Tensor
+    queries: range
+
+
+def rival_margin(logits: torch.Tensor, offset: int, *, queries: range) -> RivalMargin:
+    """Split a causal head's lead of the key ``offset`` back over its strongest rival by pair.
+
+    logits [batch, pairs, n, n] (pair_logits). For each sequence b and query t in ``queries``, the
+    rival r is the key s <= t, s != t − offset, with the largest total logit Σ_i c_i(t, s); the
+    margin of pair i is c_i(t, t − offset) − c_i(t, r) (positive: the pair favours the right key).
+    Summed over pairs, a query's margin is > 0 exactly when the right key has the top logit.
+    """
+    logits = _validate.float_tensor(logits, "logits")
+    if logits.ndim != 4 or logits.shape[-1] != logits.shape[-2]:
+        raise ValueError(f"logits must have shape [batch, pairs, n, n] (pair_logits), got {tuple(logits.shape)}")
+    n = logits.shape[-1]
+    offset = _validate.integer(offset, "offset", minimum=0, maximum=n - 1)
+    if not isinstance(queries, range) or len(queries) == 0 or queries.step < 1 or queries.start < max(offset, 1) \
+            or queries.stop > n:
+        raise ValueError(f"queries must be a non-empty range of query positions within {max(offset, 1)} .. {n - 1} "
+                         f"(each needs the key {offset} back and one rival), got {queries!r}")
+    t = torch.tensor(list(queries))
+    total = logits.sum(1)[:, t]  # [batch, queries, n]
+    allowed = (torch.arange(n)[None, :] <= t[:, None]) & (torch.arange(n)[None, :] != (t - offset)[:, None])
+    rival = total.masked_fill(~allowed, float("-inf")).argmax(-1)  # [batch, queries]
+    batch = torch.arange(logits.shape[0])[:, None]
+    right = logits[:, :, t, t - offset]  # [batch, pairs, queries]
+    wrong = logits.permute(0, 2, 3, 1)[batch, t[None, :], rival].permute(0, 2, 1)  # [batch, pairs, queries]
+    return RivalMargin((right - wrong).mean((0, 2)), t[None, :] - rival, queries)

@@ -65,12 +65,14 @@ class RopeScaling:
 
     The shape of the ``rope_scaling`` entry (``rope_parameters`` in newer versions) of a Hugging
     Face model's config.json, whose rope_type, factor, original_max_position_embeddings,
-    beta_fast and beta_slow are here:
+    beta_fast, beta_slow and attention_factor are here:
 
     - kind: "linear" (position interpolation), "ntk", "dynamic" or "yarn";
     - factor: s ≥ 1, typically new length / trained length;
     - original_max_len: the training length L ("dynamic" and "yarn" need it);
-    - beta_fast, beta_slow: YaRN's thresholds in turns within L ("yarn" only; see yarn_ramp).
+    - beta_fast, beta_slow: YaRN's thresholds in turns within L ("yarn" only; see yarn_ramp);
+    - attention_factor: what "yarn" multiplies queries and keys by (Hugging Face's
+      ``attention_factor``); None: YaRN's fit, yarn_attention_scale(factor); 1.0: no temperature.
 
     ``frequencies(d, base=..., length=...)`` gives the stretched ω_i [d/2] (float64);
     ``attention_scale`` the factor on queries and keys (YaRN's temperature, 1 for the others).
@@ -83,6 +85,7 @@ class RopeScaling:
     original_max_len: int | None = None
     beta_fast: float = 32.0
     beta_slow: float = 1.0
+    attention_factor: float | None = None
 
     def __post_init__(self):
         # The record keeps the checked values (a 0-d tensor becomes a float), never the raw ones.
@@ -102,11 +105,22 @@ class RopeScaling:
             raise ValueError(f'beta_fast and beta_slow are YaRN\'s thresholds: the "{self.kind}" scaling has none')
         keep("beta_fast", beta_fast)
         keep("beta_slow", beta_slow)
+        if self.attention_factor is not None:
+            if self.kind != "yarn":
+                raise ValueError(f'attention_factor is YaRN\'s temperature: the "{self.kind}" scaling has none '
+                                 "(leave it None)")
+            factor = _validate.real(self.attention_factor, "attention_factor", positive=True)
+            if factor > 100:
+                raise ValueError(f"attention_factor must be at most 100 (logits grow by its square), got {factor}")
+            keep("attention_factor", factor)
 
     @property
     def attention_scale(self) -> float:
-        """What queries and keys are multiplied by: YaRN's temperature for "yarn", else 1."""
-        return yarn_attention_scale(self.factor) if self.kind == "yarn" else 1.0
+        """What queries and keys are multiplied by: YaRN's temperature for "yarn" (attention_factor,
+        or yarn_attention_scale(factor) when it is None), else 1."""
+        if self.kind != "yarn":
+            return 1.0
+        return yarn_attention_scale(self.factor) if self.attention_factor is None else self.attention_factor
 
     def frequencies(self, d: int, *, base: float = 10_000.0, length: int | None = None) -> torch.Tensor:
         """The stretched ω_i for d features [d/2] (float64); "dynamic" needs ``length``, the

@@ -2,7 +2,8 @@
 
 Every task is per-token classification: a batch holds ``tokens`` [batch, n] and ``targets``
 [batch, n], plus ``scored`` [batch, n] marking the positions whose prediction counts (for
-"previous_token", position 0 has no previous token). All sequences in one batch share a
+"previous_token", position 0 has no previous token; for "pointer", a token that names a
+position past the end of the sequence). All sequences in one batch share a
 length; lengths vary from batch to batch.
 
 | task             | target at position i                      | needs position? |
@@ -11,6 +12,8 @@ length; lengths vary from batch to batch.
 | "previous_token" | the token at position i - 1               | yes             |
 | "copy_offset"    | the token at position i - offset          | yes             |
 | "own_index"      | i itself                                  | yes             |
+| "pointer"        | the token at position tokens[i]: the      | yes, and the    |
+|                  | query's token names the key's position    | token with it   |
 | "count"          | how often token i occurs in the sequence  | no              |
 """
 
@@ -22,8 +25,9 @@ import torch
 
 from . import _validate
 
-TASKS = ("reverse", "previous_token", "copy_offset", "own_index", "count")
-NEEDS_POSITION = {"reverse": True, "previous_token": True, "copy_offset": True, "own_index": True, "count": False}
+TASKS = ("reverse", "previous_token", "copy_offset", "own_index", "count", "pointer")
+NEEDS_POSITION = {"reverse": True, "previous_token": True, "copy_offset": True, "own_index": True, "count": False,
+                  "pointer": True}
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,8 @@ def make_batch(
 ) -> Batch:
     """One batch of ``task`` with sequences of ``length`` tokens drawn from 0 .. vocab_size-1.
 
-    ``offset`` is the shift of "copy_offset". With ``bos=True`` every sequence starts with a
+    ``offset`` is the shift of "copy_offset". In "pointer" each token is also a position: the
+    target at i is tokens[b, tokens[b, i]] (use vocab_size <= length so every pointer lands). With ``bos=True`` every sequence starts with a
     marker token 0 (beginning of sequence) and the other tokens are drawn from 1 .. vocab_size-1.
     ``generator`` (a torch.Generator) makes the batch reproducible. Returns a Batch, each field
     [batch_size, length].
@@ -93,6 +98,9 @@ def make_batch(
         scored[:, :shift] = False
     elif task == "own_index":
         targets = position.clone()
+    elif task == "pointer":  # the token at position tokens[i]; a pointer past the end is not scored
+        scored = tokens < length
+        targets = torch.gather(tokens, 1, torch.where(scored, tokens, 0))
     else:  # count
         targets = (tokens[:, :, None] == tokens[:, None, :]).sum(dim=-1)
     return Batch(tokens=tokens, targets=targets, scored=scored)

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from course_utils import ModelConfig, TinyTransformer, count_parameters, offset_dependence
-from course_utils.attention_positions import attention_at_offset, attention_beyond
+from course_utils.attention_positions import (attention_at_offset, attention_beyond, pair_logits, rival_margin,
+                                            without_pairs)
 from course_utils.biases import RelativeBias, alibi_bias, alibi_slopes
 from course_utils.models import ATTENTION_CODES, POSITIONS
 
@@ -159,3 +160,65 @@ def test_offset_head_refuses_queries_without_a_key_at_the_offset(queries):
     tokens = torch.zeros(2, 12, dtype=torch.long)
     with pytest.raises(ValueError, match="queries"):
         offset_head(model, tokens, 2, queries=queries)
+
+
+def _rope_model(layout: str = "interleaved") -> TinyTransformer:
+    config = ModelConfig(vocab_size=8, d_model=16, n_heads=2, n_layers=2, position="rope", causal=True,
+                         rope_layout=layout)
+    return TinyTransformer(config, seed=1)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+@pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])
+def test_pair_logits_sum_to_the_heads_logits(layout, layer, head):
+    model = _rope_model(layout)
+    tokens = torch.randint(0, 8, (3, 10), generator=torch.Generator().manual_seed(0))
+    logits = pair_logits(model, tokens, head=head, layer=layer)
+    assert logits.shape == (3, 4, 10, 10)
+    reference = model(tokens, details=True).attention_logits[layer][:, head]
+    torch.testing.assert_close(logits.sum(1), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_a_pair_logit_depends_on_the_offset_only_through_its_own_angle():
+    """Pair i's logit is q_i · M_(s−t) k_i: for the same query and key features, moving both
+    positions by the same amount changes nothing (the rotation sees the offset only)."""
+    model = _rope_model()
+    tokens = torch.randint(0, 8, (1, 6), generator=torch.Generator().manual_seed(2))
+    doubled = torch.cat([tokens, tokens], dim=1)  # the same tokens again, 6 positions later
+    logits = pair_logits(model, doubled, head=0)  # layer 0: features depend on the token only
+    torch.testing.assert_close(logits[..., 6:, 6:], logits[..., :6, :6], rtol=1e-4, atol=1e-5)
+
+
+def test_without_pairs_removes_exactly_those_pairs():
+    model = _rope_model()
+    tokens = torch.randint(0, 8, (2, 9), generator=torch.Generator().manual_seed(1))
+    before = pair_logits(model, tokens, head=1)
+    ablated = without_pairs(model, [0, 2], head=1)
+    after = pair_logits(ablated, tokens, head=1)
+    assert after[:, [0, 2]].abs().max() == 0
+    torch.testing.assert_close(after[:, [1, 3]], before[:, [1, 3]])
+    torch.testing.assert_close(pair_logits(ablated, tokens, head=0), pair_logits(model, tokens, head=0))
+    assert torch.equal(without_pairs(model, [], head=0)(tokens), model(tokens))
+    assert model.blocks[0].attention.qkv.weight.abs().sum() > 0  # the original is untouched
+    with pytest.raises(ValueError, match="pairs"):
+        without_pairs(model, [4], head=0)
+    with pytest.raises(ValueError, match="head"):
+        without_pairs(model, [0], head=2)
+    with pytest.raises(TypeError, match="pairs"):
+        without_pairs(model, 1, head=0)
+
+
+def test_rival_margin_names_the_strongest_rival_and_splits_the_lead():
+    logits = torch.zeros(1, 2, 4, 4)
+    logits[0, 0, 3, 1] = 5.0  # pair 0: key 1 (offset 2) is the right key
+    logits[0, 1, 3, 0] = 2.0  # pair 1 prefers key 0 (offset 3): the rival
+    logits[0, 0, 2, 0] = 1.0  # at t = 2 the right key (0) leads; rival: the best other key (1 or 2, tied at 0)
+    margin = rival_margin(logits, 2, queries=range(3, 4))
+    assert margin.rival_offset.tolist() == [[3]]
+    torch.testing.assert_close(margin.by_pair, torch.tensor([5.0, -2.0]))
+    both = rival_margin(logits, 2, queries=range(2, 4))
+    assert both.rival_offset[0, 1] == 3 and both.rival_offset[0, 0] in (0, 1)
+    with pytest.raises(ValueError, match="queries"):
+        rival_margin(logits, 2, queries=range(1, 4))
+    with pytest.raises(ValueError, match="logits"):
+        rival_margin(torch.zeros(2, 4, 4), 2, queries=range(3, 4))

@@ -1,15 +1,20 @@
 """Lesson 05's trained claims, re-checked on seeds the lesson does not show (5, 6, 7).
 
-The lesson trains the one-layer, two-head model on previous-token for 120 steps at lr 1e-2
-(seeds 0-2 for the amplitudes, 0-4 for add vs concat) and claims, on every seed:
+Section 7 trains the one-layer, two-head model on previous-token for 120 steps at lr 1e-2 on
+sequences of 8-16 tokens (seeds 0-2) and claims, on every seed:
 - A = 0.1 is never used (no-position score), A = 1 learns the task, A = 8 learns it later;
+  the test accuracies pass the 2x rule (seeds 0-2, checked here);
 - where the code is used the token embeddings' share in the code's directions falls, where it
   is not used the share stays;
-- concatenating an 8-wide code at the same width is not better than adding: it reaches 90 %
-  about as fast as addition, but has a lower test accuracy at 120 steps on every seed (lesson:
-  by 0.028-0.131 on seeds 0-4; seeds 5-7 here: by 0.05-0.09); with twice the steps addition
-  passes the 2x rule and concatenation catches up (a speed difference);
 - a ten-line PyTorch loop gives exactly train's loss curve.
+
+Section 8 compares, at stream width 32, adding a 32-wide code (A = 1) with concatenating an
+8-wide code to 24-wide tokens at A = 1 (same per-coordinate amplitude) and A = sqrt(3) (same
+code/token length ratio): 120 steps of 32 sequences of 16 tokens, lr 1e-2, seeds 0-5 trained
+side by side exactly as the lesson does. It claims: all three pass the 2x rule (seeds 0-2) and
+learn the task on every seed (test accuracy >= 0.997), no difference at this budget; and, as a
+speed-of-learning snapshot, concatenation at A = 1 reaches 90 % later than addition on every
+seed, at A = sqrt(3) no later. Here: seeds 3-5 (the lesson prints them too).
 
 Section 5's read-outs of token + code (no training; the lesson draws its 64 tokens with seed 1,
 here seeds 2-5): the logistic token probe reads every token at every scale; the position probe
@@ -44,15 +49,14 @@ def share(embeddings: torch.Tensor) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def run(seed: int, amplitude: float = 1.0, concat: bool = False) -> dict:
-    options = dict(combine="concat", d_position=8) if concat else dict(position_scale=amplitude)
-    model = tiny(seed, **options)
+def run(seed: int, amplitude: float = 1.0) -> dict:
+    model = tiny(seed, position_scale=amplitude)
     start = model.token_embedding.weight.detach().clone()
     history = train(model, TASK, steps=STEPS, lr=LR, seed=seed, progress=False)
     reached = steps_to_accuracy(history.accuracy, 0.9)
     return dict(test=evaluate(model, TASK, length=16, seed=20_000 + seed),
                 reached=math.inf if reached is None else reached,
-                share_change=None if concat else share(model.token_embedding.weight) - share(start))
+                share_change=share(model.token_embedding.weight) - share(start))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -69,14 +73,6 @@ def test_tokens_move_out_of_the_code_directions_only_when_the_code_is_used(seed)
     assert abs(run(seed, 0.1)["share_change"]) < 0.01
     assert run(seed, 1.0)["share_change"] < -0.01
     assert run(seed, 8.0)["share_change"] < -0.01
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_concatenation_is_as_fast_to_90_percent_but_ends_lower(seed):
-    added, concatenated = run(seed, 1.0), run(seed, concat=True)
-    assert concatenated["test"] > 0.75, "concatenation learns the task too"
-    assert abs(concatenated["reached"] - added["reached"]) <= 15, "about as fast to 90 %"
-    assert concatenated["test"] < added["test"] - 0.01, "lower test accuracy at 120 steps"
 
 
 def plain_loop(model: TinyTransformer, steps: int, seed: int) -> list[float]:
@@ -106,23 +102,95 @@ def test_a_plain_pytorch_loop_gives_the_loss_curve_of_train(seed):
 
 
 @functools.lru_cache(maxsize=None)
-def accuracy_after(seed: int, steps: int, concat: bool) -> float:
-    """The lesson's section-8 model trained for ``steps``, its test accuracy as the lesson measures it."""
-    model = tiny(seed, **(dict(combine="concat", d_position=8) if concat else {}))
+def amplitude_accuracy(seed: int, amplitude: float, steps: int) -> float:
+    """Section 7's model trained for ``steps``, its test accuracy as the lesson measures it."""
+    model = tiny(seed, position_scale=amplitude)
     train(model, TASK, steps=steps, lr=LR, seed=seed, progress=False)
     return evaluate(model, TASK, length=16)
 
 
-def test_twice_the_steps_addition_is_converged_and_concatenation_catches_up():
-    """The lesson's budget line (seeds 0-2): the 2x rule holds for addition (mean test accuracy moves
-    by less than 0.01) and fails for concatenation, which reaches addition to within 0.01."""
-    def mean(concat: bool, steps: int) -> float:
-        return sum(accuracy_after(seed, steps, concat) for seed in (0, 1, 2)) / 3
+@pytest.mark.parametrize("amplitude", [0.1, 1.0, 8.0])
+def test_the_amplitude_sweep_passes_the_2x_rule(amplitude):
+    """Section 7's budget line: twice the steps moves each amplitude's seed 0-2 mean by <= 0.01."""
+    def mean(steps: int) -> float:
+        return sum(amplitude_accuracy(seed, amplitude, steps) for seed in (0, 1, 2)) / 3
 
-    assert abs(mean(False, 2 * STEPS) - mean(False, STEPS)) < 0.01, "addition passes the 2x rule"
-    assert mean(True, 2 * STEPS) - mean(True, STEPS) > 0.01, "concatenation does not: still learning"
-    for seed in (0, 1, 2, *SEEDS):
-        assert accuracy_after(seed, 2 * STEPS, False) - accuracy_after(seed, 2 * STEPS, True) < 0.02
+    assert abs(mean(2 * STEPS) - mean(STEPS)) <= 0.01
+
+
+# --- section 8: add or concatenate at the same width, trained to convergence -----------------
+
+CONCAT = dict(combine="concat", d_position=8)
+ARMS = {"add": {}, "concat": CONCAT, "concat_sqrt3": dict(CONCAT, position_scale=math.sqrt(3))}
+ALL_SEEDS = list(range(6))  # the lesson trains the six seeds of a design side by side
+
+
+@functools.lru_cache(maxsize=None)
+def matched(arm: str, steps: int = STEPS) -> tuple[list[float], list[float]]:
+    """The lesson's section-8 runs: (test accuracy, steps to 90 %) for seeds 0-5."""
+    models = [tiny(seed, **ARMS[arm]) for seed in ALL_SEEDS]
+    histories = train(models, TASK, steps=steps, lr=LR, seed=ALL_SEEDS, lengths=(16, 16),
+                      progress=False)
+    reached = [steps_to_accuracy(h.accuracy, 0.9) for h in histories]
+    return ([evaluate(m, TASK, length=16) for m in models],
+            [math.inf if r is None else r for r in reached])
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_every_matched_design_passes_the_2x_rule(arm):
+    """The budget line under section 8: 2x the steps moves the seed 0-2 mean by <= 0.01."""
+    at_budget, at_double = matched(arm)[0][:3], matched(arm, 2 * STEPS)[0][:3]
+    assert abs(sum(at_double) / 3 - sum(at_budget) / 3) <= 0.01
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_add_and_concatenate_both_learn_the_task_no_difference(seed):
+    tests = {arm: matched(arm)[0][seed] for arm in ARMS}
+    assert tests["add"] >= 0.99, "addition learns previous-token (lesson: 0.997 or more)"
+    assert tests["concat"] >= 0.99 and tests["concat_sqrt3"] >= 0.99, "so do both concatenations"
+    assert max(tests.values()) - min(tests.values()) < 0.01, "no difference at this budget"
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_speed_follows_the_code_length_relative_to_the_token(seed):
+    """The speed-of-learning snapshot: concatenation at A = 1 (a relatively shorter code)
+    reaches 90 % later than addition on every seed; at A = sqrt(3) (the ratio matched) no later."""
+    reach = {arm: matched(arm)[1][seed] for arm in ARMS}
+    assert reach["concat"] >= reach["add"] + 2
+    assert reach["concat_sqrt3"] <= reach["add"]
+    assert max(reach.values()) <= 90
+
+
+def test_what_the_arms_match():
+    """Per-coordinate code RMS 1/sqrt(2) at A = 1 whether added or concatenated; A = sqrt(3) gives
+    the concatenated code the added code's length relative to tokens of RMS 1 (1/sqrt(2))."""
+    for arm, options in ARMS.items():
+        model = tiny(0, **options)
+        code = model.config.position_scale * model.position(16)
+        rms = code.pow(2).mean().sqrt().item()
+        expected = math.sqrt(3 / 2) if arm == "concat_sqrt3" else math.sqrt(1 / 2)
+        assert abs(rms - expected) < 1e-6
+        token_width = model.token_embedding.weight.shape[1]
+        ratio = code.norm(dim=1).mean().item() / math.sqrt(token_width)
+        assert abs(ratio - (math.sqrt(2 / 12) if arm == "concat" else math.sqrt(1 / 2))) < 1e-6
+
+
+def test_layer_norm_is_mean_std_gain_bias_and_mixes_token_and_code():
+    """Section 2: LN(v) = g (v - mean) / sqrt(var + eps) + b (biased variance), and changing only
+    the code coordinates of [x; p] changes the token's outputs too."""
+    generator = torch.Generator().manual_seed(7)
+    norm = torch.nn.LayerNorm(40, dtype=torch.float64)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(40, generator=generator, dtype=torch.float64))
+        norm.bias.copy_(torch.randn(40, generator=generator, dtype=torch.float64))
+    x = torch.randn(5, 32, generator=generator, dtype=torch.float64)
+    p = sinusoidal_encoding(5, 8, dtype=torch.float64)
+    v = torch.cat([x, p], dim=1)
+    by_hand = (norm.weight * (v - v.mean(dim=1, keepdim=True))
+               / (v.var(dim=1, unbiased=False, keepdim=True) + norm.eps).sqrt() + norm.bias)
+    assert (by_hand - norm(v)).abs().max().item() < 1e-12
+    moved = norm(torch.cat([x, 3 * p.flip(0)], dim=1)) - norm(v)
+    assert moved[:, :32].abs().max().item() > 0.1
 
 
 # --- section 5: reading token and position back from token + code ----------------------------

@@ -7,19 +7,36 @@ t, so alone it picks t - 1 only about half the time; the token-token term pulls 
 cross terms pull nowhere; the sum picks t - 1 almost always; the offset alone explains only part
 (57-79 % in the lesson) of the averaged position-position term; and that term, at one pair of
 positions, changes with the tokens (token and code share sigma(x + e)).
+
+Section 5 trains the same model with the same recipe on "pointer" (the target at t is the token at
+position tokens[t]) and claims, on every seed: it learns the task; the token-position term carries
+the pull to the named slot and alone picks it in most rows; dropping it leaves the attention near
+uniform and the accuracy near the baselines, while dropping any other single term costs almost
+nothing; on previous-token, dropping the position-position term breaks the model and dropping the
+token-token term or both cross terms costs accuracy; token and position subspaces are far from
+orthogonal at the input, and through W_Q, W_K the pointer model's query tokens lie closer to its key
+positions (smallest and median principal angle) than the previous-token model's and the untrained
+model's.
 """
+
+import functools
 
 import pytest
 import torch
 
-from course_utils import (ModelConfig, TinyTransformer, evaluate, make_batch, model_four_terms,
-                          offset_argmax_share, offset_only_r2, offset_pull, train)
+from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_share, key_pull,
+                          make_batch, model_four_terms, offset_argmax_share, offset_only_r2, offset_pull,
+                          principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
+
+CONFIG = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
 
 
-def trained(seed: int) -> TinyTransformer:
-    config = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
-    model = TinyTransformer(config, seed=seed)
-    train(model, "previous_token", steps=200, lengths=(8, 16), seed=seed, progress=False)
+@functools.cache
+def trained(seed: int, task: str = "previous_token", steps: int = 200) -> TinyTransformer:
+    """The lesson's recipe and numerics (setup: one thread, as the lesson runs); the tests only read it."""
+    setup(0)
+    model = TinyTransformer(CONFIG, seed=seed)
+    train(model, task, steps=steps, lengths=(8, 16), seed=seed, progress=False)
     return model
 
 
@@ -64,4 +81,71 @@ def test_the_budget_line_the_models_pass_the_2x_rule():
         return evaluate(model, "previous_token", length=16)
 
     change = sum(accuracy(seed, 400) - accuracy(seed, 200) for seed in (0, 1, 2)) / 3
+    assert abs(change) < 0.01
+
+
+def _terms(model: TinyTransformer, tokens: torch.Tensor) -> dict:
+    split = [model_four_terms(model, sequence) for sequence in tokens]
+    return {name: torch.stack([getattr(s, name) for s in split]) for name in split[0]._fields}
+
+
+def _dropped(model: TinyTransformer, task: str, drop, seed: int) -> tuple[float, float]:
+    """Accuracy and weight on the right key with ``drop`` removed, on fresh sequences."""
+    batch = make_batch(task, batch_size=256, length=16, vocab_size=8,
+                       generator=torch.Generator().manual_seed(300 + seed))
+    keys = batch.tokens if task == "pointer" else torch.arange(16).expand(256, 16) - 1
+    run = without_terms(model, batch.tokens, drop)
+    hits = run.logits.argmax(dim=-1) == batch.targets
+    return hits[batch.scored].double().mean().item(), weight_on_key(run.weights, keys)
+
+
+def _angles(model: TinyTransformer, side_a: str, side_b: str) -> torch.Tensor:
+    spaces = term_subspaces(model, 16)
+    return principal_angles(getattr(spaces, side_a), getattr(spaces, side_b))
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_lesson_06_pointer_claims_hold_on_other_seeds(seed):
+    pointer = trained(seed, "pointer")
+    assert evaluate(pointer, "pointer", length=16, seed=20_000 + seed) > 0.98
+    tokens = make_batch("pointer", batch_size=32, length=16, vocab_size=8,
+                        generator=torch.Generator().manual_seed(100 + seed)).tokens
+    terms = _terms(pointer, tokens)
+    pulls = {name: key_pull(term, tokens) for name, term in terms.items()}
+    assert pulls["token_position"] > 3.0
+    assert pulls["token_position"] > 0.8 * sum(pulls.values()), "token-position carries the pull"
+    assert key_argmax_share(terms["token_position"], tokens) > 0.85
+
+    full_accuracy, full_weight = _dropped(pointer, "pointer", (), seed)
+    accuracy, weight = _dropped(pointer, "pointer", "token_position", seed)
+    assert accuracy < 0.4 and weight < 0.15 < full_weight, "without token-position: near uniform, near baseline"
+    for other in ("token_token", "position_token", "position_position"):
+        assert _dropped(pointer, "pointer", other, seed)[0] > 0.97, f"{other} can go on pointer"
+
+    previous = trained(seed)
+    full = _dropped(previous, "previous_token", (), seed)[0]
+    assert _dropped(previous, "previous_token", "position_position", seed)[0] < 0.4
+    assert _dropped(previous, "previous_token", ("token_position", "position_token"), seed)[0] < full - 0.03, \
+        "the cross terms pull nowhere on average but still help"
+    assert _dropped(previous, "previous_token", "token_token", seed)[0] < full - 0.03
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_lesson_06_angles_hold_on_other_seeds(seed):
+    pointer, previous = trained(seed, "pointer"), trained(seed)
+    untrained = TinyTransformer(CONFIG, seed=seed)
+    for model in (pointer, previous, untrained):
+        assert _angles(model, "token", "position").min() < 30, "not orthogonal at the input"
+    through = {name: _angles(model, "query_token", "key_position")
+               for name, model in {"pointer": pointer, "previous": previous, "untrained": untrained}.items()}
+    for other in ("previous", "untrained"):
+        assert through["pointer"].min() < through[other].min()
+        assert through["pointer"].median() < through[other].median()
+    assert through["pointer"].median() < through["untrained"].median() - 8
+
+
+def test_the_pointer_budget_line_passes_the_2x_rule():
+    """Section 5's budget line (seeds 0-2): twice the steps (400) moves the mean test accuracy by < 0.01."""
+    change = sum(evaluate(trained(seed, "pointer", 400), "pointer", length=16)
+                 - evaluate(trained(seed, "pointer"), "pointer", length=16) for seed in (0, 1, 2)) / 3
     assert abs(change) < 0.01

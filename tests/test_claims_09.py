@@ -1,7 +1,11 @@
-"""Lesson 09's claims from training runs hold on other seeds (the lesson uses 0, 1, 2; here 3, 4, 5).
+"""Lesson 09's claims from training runs hold on other seeds (the lesson reads 0, 1, 2; here 3, 4, 5).
 
 Same configuration as the lesson: no position code, 1 layer, 2 heads, width 32, own_index on
-16-token sequences, 150 steps at lr 1e-2 then 30 at 1e-3 (training batches seeded by the seed).
+16-token sequences, 180 steps of AdamW with the learning rate warmed up to 2e-2 over 18 steps and
+then linearly down to 0 (schedule="warmup_linear"); the six seeds 0-5 of a design train side by
+side exactly as in the lesson, so seeds 3-5 here are the numbers the lesson prints. The budget
+lines' 2x rule (twice the steps moves each model's seed 0-2 mean accuracy by <= 0.01) is checked
+here too.
 """
 
 import pytest
@@ -12,25 +16,42 @@ from course_utils import (ModelConfig, TinyTransformer, accuracy_by_position, at
                           make_batch, permutation_gap, setup, train, with_mask)
 
 SEEDS = (3, 4, 5)
+ALL_SEEDS = [0, 1, 2, 3, 4, 5]
+STEPS, PEAK_LR = 180, 2e-2
 CEILING = 2 / 16  # the bidirectional model's best: BOS plus one lucky guess per sequence
 
 
-def trained(causal: bool, bos: bool, seed: int) -> TinyTransformer:
+def trained(causal: bool, bos: bool, steps: int = STEPS) -> dict:
+    """The lesson's fit: seeds 0-5 of one design trained side by side, {seed: model}."""
     config = ModelConfig(vocab_size=8, d_model=32, n_heads=2, n_layers=1, max_len=16,
                          position="none", causal=causal, n_outputs=16)
-    model = TinyTransformer(config, seed=seed)
-    train(model, "own_index", steps=150, lr=1e-2, lengths=(16, 16), bos=bos, seed=seed,
-          progress=False)
-    train(model, "own_index", steps=30, lr=1e-3, lengths=(16, 16), bos=bos, seed=seed + 100,
-          progress=False)
-    return model
+    models = [TinyTransformer(config, seed=seed) for seed in ALL_SEEDS]
+    train(models, "own_index", steps=steps, lr=PEAK_LR, schedule="warmup_linear", lengths=(16, 16),
+          bos=bos, seed=ALL_SEEDS, progress=False)
+    return dict(zip(ALL_SEEDS, models))
+
+
+DESIGNS = {"causal": (True, True), "bidirectional": (False, True), "no_bos": (True, False)}
 
 
 @pytest.fixture(scope="module")
 def runs():
     setup(0)
-    return {seed: {"causal": trained(True, True, seed), "bidirectional": trained(False, True, seed),
-                   "no_bos": trained(True, False, seed)} for seed in SEEDS}
+    by_design = {name: trained(causal, bos) for name, (causal, bos) in DESIGNS.items()}
+    return {seed: {name: by_design[name][seed] for name in DESIGNS} for seed in ALL_SEEDS}
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_the_recipe_passes_the_2x_rule(runs, design):
+    """The budget lines: twice the steps (same schedule shape) moves the seed 0-2 mean of the
+    fresh-sequence accuracy by at most 0.01, for each of the three designs."""
+    causal, bos = DESIGNS[design]
+    doubled = trained(causal, bos, steps=2 * STEPS)
+
+    def mean(models) -> float:
+        return sum(evaluate(models[seed], "own_index", length=16, bos=bos) for seed in (0, 1, 2)) / 3
+
+    assert abs(mean(doubled) - mean({seed: runs[seed][design] for seed in (0, 1, 2)})) <= 0.01
 
 
 def probe_batch(bos=True):
@@ -42,9 +63,8 @@ def probe_batch(bos=True):
 def test_causal_counts_and_bidirectional_stays_at_its_ceiling(runs, seed):
     causal = evaluate(runs[seed]["causal"], "own_index", length=16, bos=True)
     bidirectional = evaluate(runs[seed]["bidirectional"], "own_index", length=16, bos=True)
-    # The lesson: "on every seed the causal model counts (0.972 or better)" on its seeds 0-2. On
-    # unseen seeds the claim is that it counts: 0.969 on seed 5 on an Intel Xeon (lax mode there).
-    assert causal >= 0.96
+    # The lesson: "on every seed, 0-5, the causal model counts (1.000)".
+    assert causal >= 0.99
     assert 0.09 <= bidirectional <= CEILING + 0.02
     by_position = accuracy_by_position(runs[seed]["bidirectional"], "own_index", length=16, bos=True)
     assert by_position[0] >= 0.95                      # BOS is recognisable
@@ -89,13 +109,14 @@ def test_position_is_linearly_readable_after_the_causal_block_only(runs, seed):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_without_bos_the_count_is_mostly_lost(runs, seed):
-    """Section 4: t = 0 always right, t = 1 roughly half the time, t >= 2 mostly wrong on average;
-    the last position (the edge class t = 15) is right far more often than t = 2 .. 14."""
+    """Section 4: t = 0 always right, t = 1 between a quarter and a half of the time (lesson
+    0.29-0.45), t >= 2 mostly wrong on average; the last position (the edge class t = 15) is right
+    far more often than t = 2 .. 14 (lesson 0.37-0.73)."""
     model = runs[seed]["no_bos"]
     assert evaluate(model, "own_index", length=16) <= 0.3
     by_position = accuracy_by_position(model, "own_index", length=16)
     assert by_position[0] >= 0.95
-    assert 0.25 <= by_position[1] <= 0.75
+    assert 0.2 <= by_position[1] <= 0.55
     assert by_position[2:].mean().item() <= 0.2
     assert by_position[2:15].mean().item() <= 0.15
     assert by_position[15].item() >= by_position[2:15].mean().item() + 0.15

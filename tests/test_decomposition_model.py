@@ -8,9 +8,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils import (ModelConfig, TinyTransformer, four_term_decomposition,  # noqa: E402
-                          four_term_heatmaps, model_four_terms, offset_argmax_share, offset_dependence,
-                          offset_only_r2, offset_profile, offset_pull, sinusoidal_encoding)
+from course_utils import (FourTerms, ModelConfig, TinyTransformer, four_term_decomposition,  # noqa: E402
+                          four_term_heatmaps, key_argmax_share, key_pull, model_four_terms, offset_argmax_share,
+                          offset_dependence, offset_only_r2, offset_profile, offset_pull, principal_angles,
+                          sinusoidal_encoding, term_subspaces, weight_on_key, without_terms)
 
 
 def test_model_four_terms_add_up_to_the_model_logits():
@@ -128,3 +129,82 @@ def test_offset_argmax_share_counts_the_rows_that_pick_offset_k():
         offset_argmax_share(scores, -4)
     with pytest.raises(ValueError, match="square"):
         offset_argmax_share(torch.zeros(3, 4), 0)
+
+
+def test_without_terms_drops_nothing_and_gives_the_model_itself():
+    for config in (ModelConfig(vocab_size=8, d_model=16, n_heads=2, n_layers=2, max_len=8, causal=True,
+                               reapply_position=True),
+                   ModelConfig(vocab_size=8, d_model=16, n_heads=1, n_layers=1, max_len=8, position="learned")):
+        model = TinyTransformer(config, seed=2)
+        tokens = torch.randint(0, 8, (3, 6), generator=torch.Generator().manual_seed(0))
+        run = without_terms(model, tokens, ())
+        with torch.no_grad():
+            out = model(tokens, details=True)
+        torch.testing.assert_close(run.logits, out.logits, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(run.weights, out.attention_weights[0][:, 0].double(), rtol=1e-5, atol=1e-6)
+
+
+def test_without_terms_recomputes_the_weights_from_the_kept_terms():
+    model = TinyTransformer(ModelConfig(vocab_size=8, d_model=16, n_heads=1, n_layers=1, max_len=8), seed=4)
+    tokens = torch.tensor([[1, 5, 2, 2, 7, 0]])
+    terms = model_four_terms(model, tokens[0])
+    for drop in ("token_position", ("token_token", "position_position")):
+        dropped = (drop,) if isinstance(drop, str) else drop
+        kept = sum(getattr(terms, name) for name in terms._fields if name not in dropped)
+        expected = torch.softmax(kept, dim=-1)
+        torch.testing.assert_close(without_terms(model, tokens, drop).weights[0], expected)
+    everything = without_terms(model, tokens, FourTerms._fields).weights[0]
+    torch.testing.assert_close(everything, torch.full((6, 6), 1 / 6, dtype=torch.float64))  # all logits 0
+    with pytest.raises(ValueError, match="drop"):
+        without_terms(model, tokens, "token_tokens")
+    with pytest.raises(TypeError, match="drop"):
+        without_terms(model, tokens, 3)
+    with pytest.raises(ValueError, match="tokens"):
+        without_terms(model, tokens[0], ())
+
+
+def test_term_subspaces_span_what_the_terms_multiply():
+    """The token-position term of any sequence is built from rows in the spans term_subspaces gives."""
+    model = TinyTransformer(ModelConfig(vocab_size=6, d_model=16, n_heads=1, n_layers=1, max_len=8), seed=1)
+    spaces = term_subspaces(model, 8)
+    assert spaces.token.shape == (7, 16) and spaces.position.shape == (8, 16)
+    assert spaces.query_token.shape == (7, 16) and spaces.key_position.shape == (8, 16)
+    tokens = torch.tensor([3, 0, 5, 5, 1, 2, 4, 0])
+    terms = model_four_terms(model, tokens)
+    with torch.no_grad():
+        h = model.embed(tokens[None])[0].double()
+    sigma = torch.sqrt(h.var(dim=-1, correction=0) + model.blocks[0].ln_attention.eps)[:, None]
+    # x̃_t w_q (with the bias) = query_token[token]/σ_t + the shared row; ẽ_s w_k = key_position[s]/σ_s
+    query = spaces.query_token[tokens] / sigma + spaces.query_token[-1]
+    key = spaces.key_position / sigma
+    torch.testing.assert_close(query @ key.T / 16**0.5, terms.token_position)
+    key_token = spaces.key_token[tokens] / sigma + spaces.key_token[-1]
+    torch.testing.assert_close(spaces.query_position / sigma @ key_token.T / 16**0.5, terms.position_token)
+    # orthogonal spans would make the cross term vanish: the angles are what decides
+    angles = principal_angles(spaces.query_token, spaces.key_position)
+    assert angles.shape == (7,) and (angles >= 0).all() and (angles <= 90).all()
+    with pytest.raises(ValueError, match="n"):
+        term_subspaces(model, 0)
+
+
+def test_key_helpers_read_the_named_key():
+    scores = torch.tensor([[[0.0, 3.0, 1.0], [2.0, 0.0, 1.0], [1.0, 1.0, 4.0]]])
+    keys = torch.tensor([[1, 0, -1]])  # the last row does not count
+    assert key_pull(scores, keys) == pytest.approx(((3 - 4 / 3) + (2 - 1)) / 2)
+    assert key_argmax_share(scores, keys) == 1.0
+    assert key_argmax_share(scores, torch.tensor([[2, 0, 2]])) == pytest.approx(2 / 3)
+    weights = scores.softmax(dim=-1)
+    assert weight_on_key(weights, keys) == pytest.approx(((weights[0, 0, 1] + weights[0, 1, 0]) / 2).item())
+    # offset_pull is the special case keys[t] = t + k
+    square = torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(0))
+    previous = torch.arange(5).expand(2, 5) - 1
+    assert key_pull(square, previous) == pytest.approx(offset_pull(square, -1))
+    assert key_argmax_share(square, previous) == pytest.approx(offset_argmax_share(square, -1))
+    with pytest.raises(ValueError, match="keys"):
+        key_pull(scores, torch.tensor([[5, -1, 3]]))
+    with pytest.raises(ValueError, match="keys"):
+        key_pull(scores, torch.tensor([1, 0, 2]))
+    with pytest.raises(TypeError, match="keys"):
+        key_pull(scores, keys.double())
+    with pytest.raises(ValueError, match="weights"):
+        weight_on_key(torch.rand(2, 3), torch.tensor([0, 1]))

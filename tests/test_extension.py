@@ -259,6 +259,9 @@ def test_attention_entropy_is_zero_for_one_key_and_log_m_for_m_keys():
     (dict(kind="yarn", factor=2.0, original_max_len=8, beta_fast=1.0, beta_slow=2.0), ValueError, "beta_slow"),
     (dict(kind="yarn", factor=2.0, original_max_len=0), ValueError, "original_max_len"),
     (dict(kind=3), ValueError, "kind"),
+    (dict(kind="linear", factor=2.0, attention_factor=1.0), ValueError, "attention_factor"),
+    (dict(kind="yarn", factor=2.0, original_max_len=8, attention_factor=0.0), ValueError, "attention_factor"),
+    (dict(kind="yarn", factor=2.0, original_max_len=8, attention_factor="1"), TypeError, "attention_factor"),
 ])
 def test_a_rope_scaling_record_is_checked_when_it_is_made(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -285,3 +288,18 @@ def test_one_record_means_the_same_everywhere(rule):
         rope_frequencies(16, scaling=rule, factor=2.0)
     with pytest.raises(ValueError, match="factor"):
         with_rope_scaling(model, rule, factor=2.0)
+
+
+def test_yarn_attention_factor_sets_the_temperature_and_nothing_else():
+    """attention_factor (Hugging Face's name) replaces YaRN's fitted 0.1·ln s + 1 on queries and keys;
+    1.0 gives YaRN's frequencies without a temperature: every logit divided by the fit's square."""
+    fitted = RopeScaling("yarn", factor=4.0, original_max_len=16)
+    cold = RopeScaling("yarn", factor=4.0, original_max_len=16, attention_factor=1.0)
+    assert fitted.attention_scale == yarn_attention_scale(4.0) and cold.attention_scale == 1.0
+    assert torch.equal(fitted.frequencies(16), cold.frequencies(16))
+    model = _rope_model()
+    tokens = torch.randint(0, 8, (2, 40), generator=torch.Generator().manual_seed(0))
+    hot = with_rope_scaling(model, fitted)(tokens, details=True)
+    plain = with_rope_scaling(model, cold)(tokens, details=True)
+    torch.testing.assert_close(hot.attention_logits[0], plain.attention_logits[0] * yarn_attention_scale(4.0) ** 2,
+                               rtol=1e-5, atol=1e-5)

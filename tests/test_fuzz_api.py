@@ -76,7 +76,7 @@ LARGE = 50_000  # a length that passes a one-dimensional budget but not a square
 EXAMPLES = 25
 
 # The plain result containers: built by the library and handed back, not validated on construction.
-RECORDS = {"FourTerms", "LayerProfile", "OffsetHead", "Recovery", "ResidualFeatures"}
+RECORDS = {"FourTerms", "LayerProfile", "OffsetHead", "Recovery", "ResidualFeatures", "RivalMargin"}
 
 
 # --- limits: time and memory -----------------------------------------------------------------------
@@ -615,6 +615,19 @@ def _offset_pull_kwargs(draw):
 
 
 @st.composite
+def _key_pull_kwargs(draw, name="scores"):
+    """Lesson 06: scores (or attention weights) [..., n, n] and one key per row, some outside 0 .. n-1."""
+    scores = draw(square(batch=True))
+    n = scores.shape[-1]
+    keys = torch.randint(-1, n + 1, scores.shape[:-1], generator=torch.Generator().manual_seed(draw(seeds)))
+    keys.view(-1)[0] = draw(st.integers(0, n - 1))  # at least one row counts
+    return {name: scores.softmax(dim=-1) if name == "weights" else scores, "keys": keys}
+
+
+_TERM_NAMES = ("token_token", "token_position", "position_token", "position_position")
+
+
+@st.composite
 def _neighbour_kwargs(draw):
     similarity = draw(square())
     n = similarity.shape[0]
@@ -710,6 +723,46 @@ def _rope_frequencies_kwargs(draw):
                 beta_fast=draw(st.floats(4, 64)), beta_slow=draw(st.floats(0.1, 2)))
 
 
+@st.composite
+def _rope_config_kwargs(draw):
+    """A small config.json dict for every rope_type, as rope_frequencies_from_config reads it."""
+    heads, head_dim = draw(st.integers(1, 4)), draw(st.sampled_from((8, 16)))
+    partial = draw(st.sampled_from((None, 0.5, 1.0)))
+    kind = draw(st.sampled_from(("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")))
+    config = dict(model_type=draw(st.sampled_from(("llama", "phi3", "qwen3"))), hidden_size=heads * head_dim,
+                  num_attention_heads=heads, max_position_embeddings=draw(st.integers(8, 4096)),
+                  rope_theta=draw(st.floats(2, 1e6)))
+    if partial is not None:
+        config["partial_rotary_factor"] = partial
+    rope = {"rope_type": kind}
+    if kind != "default":
+        rope["factor"] = draw(st.floats(1, 64))
+    if kind in ("yarn", "longrope", "llama3"):
+        rope["original_max_position_embeddings"] = draw(st.integers(1, 4096))
+    if kind == "llama3":
+        rope["low_freq_factor"] = draw(st.floats(0.5, 2))
+        rope["high_freq_factor"] = rope["low_freq_factor"] + draw(st.floats(0.5, 8))
+    if kind == "longrope":
+        pairs = int(head_dim * (partial or 1.0)) // 2
+        rope["short_factor"] = draw(st.lists(st.floats(1, 2), min_size=pairs, max_size=pairs))
+        rope["long_factor"] = draw(st.lists(st.floats(1, 64), min_size=pairs, max_size=pairs))
+    config[draw(st.sampled_from(("rope_scaling", "rope_parameters")))] = rope
+    return dict(config=config, length=draw(st.none() | st.integers(1, 10**6)), layer_type=None)
+
+
+def _expect_rope_config(kw, out):
+    config = kw["config"]
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    rope = config.get("rope_scaling") or config["rope_parameters"]
+    whole = rope["rope_type"] == "proportional" or (rope["rope_type"] == "default"
+                                                    and config["model_type"] != "phi3")
+    pairs = head_dim // 2 if whole else int(head_dim * (config.get("partial_rotary_factor") or 1.0)) // 2
+    inv_freq, scaling = out
+    shape_is(pairs)(inv_freq)
+    assert inv_freq.dtype == torch.float64 and bool((inv_freq >= 0).all() & torch.isfinite(inv_freq).all())
+    is_float(scaling, 1e-12)
+
+
 def _expect_pair_values(rule) -> Callable:
     def check(kw, out):
         shape_is(kw["d"] // 2)(out)
@@ -727,7 +780,8 @@ def _rope_scaling_kwargs(draw):
     kind = draw(st.sampled_from(("linear", "ntk", "dynamic", "yarn")))
     kwargs = dict(kind=kind, factor=draw(st.floats(1, 64)), original_max_len=draw(st.integers(1, 4096)))
     if kind == "yarn":
-        kwargs.update(beta_fast=draw(st.floats(4, 64)), beta_slow=draw(st.floats(0.1, 2)))
+        kwargs.update(beta_fast=draw(st.floats(4, 64)), beta_slow=draw(st.floats(0.1, 2)),
+                      attention_factor=draw(st.none() | st.floats(0.5, 4)))
     return kwargs
 
 
@@ -1045,6 +1099,25 @@ CASES: dict[str, Case] = {
         lambda kw, out: isinstance(out, OffsetHead) and 0 <= out.head < kw["model"].config.n_heads
         and out.weights.shape == (kw["tokens"].shape[1],) * 2 and out.on_offset.shape == (kw["tokens"].shape[1],)
         and 0 <= out.score <= 1 + 1e-6, partners=("model", "tokens")),
+    "pair_logits": Case(
+        tokens_for(_MODELS["rope"]).flatmap(lambda tokens: st.fixed_dictionaries(dict(
+            model=st.just(_MODELS["rope"]), tokens=st.just(tokens), head=st.integers(0, 1), layer=st.just(0)))),
+        dict(model=MODEL, tokens=ANY, head=Int(0), layer=Int(0)),
+        lambda kw, out: shape_is(kw["tokens"].shape[0], 2, kw["tokens"].shape[1], kw["tokens"].shape[1])(out),
+        partners=("model", "tokens")),
+    "without_pairs": Case(
+        st.fixed_dictionaries(dict(model=st.just(_MODELS["rope"]), pairs=st.lists(st.integers(0, 1), max_size=2),
+                                   head=st.integers(0, 1), layer=st.just(0))),
+        dict(model=MODEL, pairs=ANY, head=Int(0), layer=Int(0)),
+        lambda kw, out: isinstance(out, TinyTransformer) and out is not kw["model"], examples=10),
+    "rival_margin": Case(
+        st.integers(2, 6).flatmap(lambda n: st.integers(0, n - 1).flatmap(lambda offset: st.fixed_dictionaries(dict(
+            logits=st.builds(lambda seed: torch.randn(2, 3, n, n, generator=torch.Generator().manual_seed(seed)),
+                             seeds),
+            offset=st.just(offset), queries=st.just(range(max(offset, 1), n)))))),
+        dict(logits=ANY, offset=Int(0), queries=ANY),
+        lambda kw, out: shape_is(3)(out.by_pair) and out.rival_offset.shape == (2, len(kw["queries"]))
+        and bool((out.rival_offset != kw["offset"]).all()), partners=("logits", "offset", "queries")),
     "attention_to_first": Case(
         models.flatmap(lambda m: st.fixed_dictionaries(dict(model=st.just(m), tokens=tokens_for(m),
                                                              layer=st.integers(0, m.config.n_layers - 1)))),
@@ -1185,6 +1258,28 @@ CASES: dict[str, Case] = {
                                                  head=st.integers(0, m.config.n_heads - 1)))),
         dict(model=MODEL, tokens=ANY, head=Int(0)),
         lambda kw, out: _expect_four(len(kw["tokens"]), len(kw["tokens"]))(out), partners=("model", "tokens")),
+    "without_terms": Case(
+        st.sampled_from(("sinusoidal", "learned", "integer", "normalised")).map(lambda p: _MODELS[p]).flatmap(
+            lambda m: st.fixed_dictionaries(dict(
+                model=st.just(m), tokens=tokens_for(m),
+                drop=st.sampled_from(_TERM_NAMES) | st.lists(st.sampled_from(_TERM_NAMES), max_size=4).map(tuple),
+                head=st.integers(0, m.config.n_heads - 1)))),
+        dict(model=MODEL, tokens=ANY, drop=ANY, head=Int(0)),
+        lambda kw, out: shape_is(*kw["tokens"].shape, kw["model"].config.n_outputs or kw["model"].config.vocab_size)(
+            out.logits)
+        and shape_is(*kw["tokens"].shape, kw["tokens"].shape[1])(out.weights), partners=("model", "tokens")),
+    "term_subspaces": Case(
+        st.sampled_from(("sinusoidal", "learned", "integer", "normalised")).map(lambda p: _MODELS[p]).flatmap(
+            lambda m: st.fixed_dictionaries(dict(model=st.just(m), n=st.integers(1, m.config.max_len),
+                                                 head=st.integers(0, m.config.n_heads - 1)))),
+        dict(model=MODEL, n=Size(1), head=Int(0)),
+        lambda kw, out: shape_is(kw["n"], kw["model"].config.d_model)(out.position), partners=("model", "n")),
+    "key_pull": Case(_key_pull_kwargs(), dict(scores=ANY, keys=ANY), lambda kw, out: is_float(out),
+                     partners=("scores", "keys")),
+    "key_argmax_share": Case(_key_pull_kwargs(), dict(scores=ANY, keys=ANY), lambda kw, out: is_float(out, 0, 1),
+                             partners=("scores", "keys")),
+    "weight_on_key": Case(_key_pull_kwargs("weights"), dict(weights=ANY, keys=ANY),
+                          lambda kw, out: is_float(out, 0, 1 + 1e-9), partners=("weights", "keys")),
     "ModelConfig": Case(
         model_config_kwargs(),
         dict(vocab_size=Size(1), d_model=Size(1), n_heads=Int(1), n_layers=Size(0), max_len=Size(1),
@@ -1193,6 +1288,12 @@ CASES: dict[str, Case] = {
              alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY, embedding_std=Real(positive=True),
              attention_kernel=Choice(("explicit", "fused"))),
         _expect_config),
+    "most_frequent_earlier": Case(
+        st.integers(1, 6).flatmap(lambda v: st.fixed_dictionaries(dict(
+            vocab_size=st.just(v),
+            tokens=st.lists(st.integers(0, v - 1), min_size=1, max_size=8).map(lambda ids: torch.tensor([ids]))))),
+        dict(tokens=ANY, vocab_size=Size(1)),
+        lambda kw, out: shape_is(*kw["tokens"].shape, kw["vocab_size"])(out) or out.dtype == torch.bool),
     "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
                            lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
     "n_classes": Case(
@@ -1234,6 +1335,11 @@ CASES: dict[str, Case] = {
         dict(d_model=Size(1), layout=Choice(("interleaved", "halves"))), _expect_pair_columns),
     "permutation_gap": Case(_permutation_kwargs(), dict(model=MODEL, tokens=ANY, order=ANY),
                             lambda kw, out: is_float(out, 0), examples=15, partners=("model", "tokens")),
+    "position_free_accuracy": Case(
+        st.fixed_dictionaries(dict(length=st.integers(2, 12), vocab_size=st.integers(1, 9),
+                                   from_position=st.integers(0, 1))),
+        dict(length=Size(2), vocab_size=Size(1), from_position=ANY),
+        lambda kw, out: is_float(out, 0, 1 + 1e-9)),
     "position_labels": Case(st.fixed_dictionaries(dict(batch_size=small, n=small)),
                             dict(batch_size=Size(1), n=Size(1)),
                             lambda kw, out: shape_is(kw["batch_size"] * kw["n"])(out)),
@@ -1271,9 +1377,11 @@ CASES: dict[str, Case] = {
         dict(d=Size(1), base=Real(positive=True), scaling=ANY, factor=ANY, original_max_len=ANY, length=ANY,
              beta_fast=Real(positive=True), beta_slow=Real(positive=True)),
         _expect_pair_values(lambda out: (out > 0).all())),
+    "rope_frequencies_from_config": Case(_rope_config_kwargs(), dict(config=ANY, length=ANY, layer_type=ANY),
+                                         _expect_rope_config),
     "RopeScaling": Case(_rope_scaling_kwargs(),
                         dict(kind=Choice(("linear", "ntk", "dynamic", "yarn")), factor=ANY, original_max_len=ANY,
-                             beta_fast=ANY, beta_slow=ANY), _expect_rule),
+                             beta_fast=ANY, beta_slow=ANY, attention_factor=ANY), _expect_rule),
     "rope_rotate": Case(_rope_kwargs(), dict(x=ANY, positions=ANY, base=Real(positive=True),
                                              layout=Choice(("interleaved", "halves")), rotary_dim=ANY,
                                              frequencies=ANY),

@@ -29,6 +29,9 @@ def test_targets_follow_their_definitions():
     assert torch.equal(b.targets[:, 3:], b.tokens[:, :-3]) and not b.scored[:, :3].any()
     b = batch("own_index")
     assert torch.equal(b.targets[2], torch.arange(7))
+    b = batch("pointer", length=7)  # tokens 0 .. 5 name positions 0 .. 5: every pointer lands
+    assert b.scored.all()
+    assert all(int(b.targets[r, i]) == int(b.tokens[r, int(b.tokens[r, i])]) for r in range(5) for i in range(7))
     b = batch("count")
     row = b.tokens[0]
     assert all(int(b.targets[0, i]) == int((row == row[i]).sum()) for i in range(7))
@@ -69,3 +72,10 @@ def test_bos_marks_the_first_token_only():
     assert (b.tokens[:, 0] == 0).all() and (b.tokens[:, 1:] > 0).all()
     with pytest.raises(TypeError, match="bos"):
         batch("own_index", bos="yes")
+
+
+def test_pointer_past_the_end_is_not_scored():
+    b = batch("pointer", length=3)  # tokens 0 .. 5, positions 0 .. 2
+    assert torch.equal(b.scored, b.tokens < 3) and (~b.scored).any() and b.scored.any()
+    rows, cols = torch.nonzero(b.scored, as_tuple=True)
+    assert torch.equal(b.targets[rows, cols], b.tokens[rows, b.tokens[rows, cols]])
