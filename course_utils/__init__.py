@@ -66,8 +66,8 @@ from .relative import commuting_map, fit_offset_map, least_squares_map, offset_m
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
 from .rope_config import rope_frequencies_from_config
 from .session import environment_report, setup
-from .tasks import make_batch, n_classes
-from .text import (counts_by_position, load_text_corpus, loss_by_position, text_batch,
+from .tasks import make_batch, n_classes, scored_accuracy
+from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_position, text_batch,
                    text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
@@ -98,6 +98,7 @@ __all__ = [
     "causal_mask",
     "code_heatmap",
     "commuting_map",
+    "context_gain",
     "convert_rope_layout",
     "cosine_similarity_matrix",
     "cosine_spread",
@@ -175,6 +176,7 @@ __all__ = [
     "rope_rotate_2d",
     "RopeScaling",
     "rounded",
+    "scored_accuracy",
     "seed_table",
     "setup",
     "share_in_subspace",

@@ -104,3 +104,20 @@ def make_batch(
     else:  # count
         targets = (tokens[:, :, None] == tokens[:, None, :]).sum(dim=-1)
     return Batch(tokens=tokens, targets=targets, scored=scored)
+
+
+def scored_accuracy(logits: torch.Tensor, batch: Batch) -> float:
+    """Share of ``batch``'s scored positions whose largest logit is the target.
+
+    logits [batch, n, n_classes] (a model's output on ``batch.tokens``); ``batch`` from make_batch.
+    Positions the task does not score (``batch.scored`` False) do not count.
+    """
+    if not isinstance(batch, Batch):
+        raise TypeError(f"batch must be a Batch from make_batch, got {type(batch).__name__}")
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[:2] != batch.targets.shape:
+        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"logits must be [batch, n, n_classes] with [batch, n] = {tuple(batch.targets.shape)} "
+                         f"(the batch's), got {shape}")
+    if not batch.scored.any():
+        raise ValueError("batch scores no position, so it has no accuracy")
+    return (logits.argmax(dim=-1) == batch.targets)[batch.scored].double().mean().item()

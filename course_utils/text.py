@@ -407,3 +407,31 @@ def loss_by_position(model, ids: torch.Tensor, *, length: int, n_windows: int = 
         model.train(was_training)
     nats = nn.functional.cross_entropy(logits.transpose(1, 2).float(), targets, reduction="none")
     return (nats / math.log(2)).mean(dim=0)
+
+
+def context_gain(curves: dict, *, first_position: int = 8) -> dict[str, dict[str, list[float]]]:
+    """What context is worth, per row: ``{row: {"t = 0", "t a-b", "gain from context": [per seed]}}``.
+
+    ``curves`` maps a row name (a position code, "bigram counts", ...) to its loss curves in bits
+    per character by position, one [L] tensor per seed (``loss_by_position``). Per curve: the loss at
+    t = 0 (no context), the mean over t = first_position .. L-1, and their difference. The result
+    is what ``seed_table`` prints.
+    """
+    if not isinstance(curves, dict) or not curves:
+        raise TypeError(f"curves must be a non-empty dict {{row: [loss curve [L] per seed]}}, got {curves!r:.60}")
+    first_position = _validate.integer(first_position, "first_position", minimum=1)
+    table = {}
+    for row, per_seed in curves.items():
+        if not isinstance(per_seed, (list, tuple)) or not per_seed or not all(
+                isinstance(c, torch.Tensor) and c.dim() == 1 for c in per_seed):
+            raise TypeError(f"curves[{row!r}] must be a list of loss curves [L], one per seed")
+        length = {c.shape[0] for c in per_seed}
+        if len(length) != 1 or first_position >= min(length):
+            raise ValueError(f"curves[{row!r}] must be curves of one length above first_position "
+                             f"({first_position}), got lengths {sorted(length)}")
+        last = length.pop() - 1
+        first = [c[0].item() for c in per_seed]
+        later = [c[first_position:].mean().item() for c in per_seed]
+        table[row] = {"t = 0": first, f"t {first_position}-{last}": later,
+                      "gain from context": [a - b for a, b in zip(first, later)]}
+    return table

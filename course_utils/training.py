@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from . import _validate
 from .models import TinyTransformer
-from .tasks import TASKS, make_batch, n_classes
+from .tasks import TASKS, Batch, make_batch, n_classes, scored_accuracy
 from .text import _ids, text_batch
 from .vit import TinyViT, checked_images
 
@@ -408,20 +408,20 @@ def evaluate(
     generator = torch.Generator().manual_seed(_validate.seed(seed))
     was_training = model.training
     model.eval()
-    correct = total = 0
+    batches, logits = [], []
     for _ in range(n_batches):
         batch = make_batch(task, batch_size=batch_size, length=length, vocab_size=model.config.vocab_size,
                            generator=generator, offset=offset, bos=bos)
         scored = batch.scored.clone()
         scored[:, :from_position] = False
-        logits = model(batch.tokens)[scored]
-        correct += (logits.argmax(dim=-1) == batch.targets[scored]).sum().item()
-        total += scored.sum().item()
+        batches.append(Batch(batch.tokens, batch.targets, scored))
+        logits.append(model(batch.tokens))
     model.train(was_training)
-    if total == 0:
+    joined = Batch(*(torch.cat([getattr(b, name) for b in batches]) for name in ("tokens", "targets", "scored")))
+    if not joined.scored.any():
         raise ValueError(f"task {task!r} scores no position t >= from_position ({from_position}) in sequences of "
                          f"length {length}")
-    return correct / total
+    return scored_accuracy(torch.cat(logits), joined)
 
 
 @torch.no_grad()

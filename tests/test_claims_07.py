@@ -131,19 +131,25 @@ def test_past_the_trained_positions_learned_is_at_chance_and_sinusoidal_in_patch
 
 
 def _test_accuracy(name: str, seed: int, steps: int) -> float:
+    setup(0)  # the lesson's numerics (one thread), also when this test runs alone
     model = TinyTransformer(ModelConfig(**CONFIG, position=CODES[name]), seed=seed)
     if name == "table N(0,1)":
         initialise_table(model, std=1.0, seed=seed)
+    if name == "all at 0.02":
+        initialise_table(model, std=0.02, seed=seed, table="token")
     train(model, TASK, steps=steps, lengths=LENGTHS, seed=seed, progress=False)
     return evaluate(model, TASK, length=TRAINED)
 
 
-def test_the_budget_line_the_default_table_is_converged_the_table_at_n01_is_not():
+def test_the_budget_line_only_the_default_table_is_converged():
     """Lesson 07's budget line (seeds 0-2): twice the steps moves the default table's mean test accuracy by
-    less than 0.01 (the 2x rule holds) and lifts the `table N(0,1)` models' by several points."""
+    less than 0.01 (the 2x rule holds), lifts the sinusoidal and `all at 0.02` models' by 1-2 points
+    (0.014 and 0.018 when measured) and the `table N(0,1)` models' by several points."""
     def change(name: str) -> float:
         return sum(_test_accuracy(name, seed, 2 * STEPS[name]) - _test_accuracy(name, seed, STEPS[name])
                    for seed in (0, 1, 2)) / 3
 
     assert abs(change("learned")) < 0.01
     assert change("table N(0,1)") > 0.03
+    for name in ("sinusoidal", "all at 0.02"):
+        assert 0.01 < change(name) < 0.03, name

@@ -856,6 +856,25 @@ def _make_batch_kwargs(draw):
 
 
 @st.composite
+def _context_gain_kwargs(draw):
+    length = draw(st.integers(3, 6))
+    rows = draw(st.lists(st.sampled_from(("rope", "learned", "bigram counts")), min_size=1, max_size=3, unique=True))
+    curves = {row: [torch.rand(length, generator=torch.Generator().manual_seed(draw(seeds)))
+                    for _ in range(draw(st.integers(1, 3)))] for row in rows}
+    return dict(curves=curves, first_position=draw(st.integers(1, length - 1)))
+
+
+@st.composite
+def _scored_accuracy_kwargs(draw):
+    batch = cu.make_batch(draw(st.sampled_from(("reverse", "previous_token", "count"))), batch_size=draw(small),
+                          length=draw(st.integers(2, 6)), vocab_size=5,
+                          generator=torch.Generator().manual_seed(draw(seeds)))
+    n_classes = draw(st.integers(6, 8))
+    return dict(logits=torch.randn(*batch.tokens.shape, n_classes, generator=torch.Generator().manual_seed(1)),
+                batch=batch)
+
+
+@st.composite
 def _setup_kwargs(draw):
     return dict(seed=draw(st.integers(0, 2**32 - 1)))
 
@@ -1151,6 +1170,10 @@ CASES: dict[str, Case] = {
                                      lambda kw, out: shape_is(kw["table"].shape[0], kw["table"].shape[0])(out)),
     "cosine_spread": Case(st.fixed_dictionaries(dict(d=small, n_pairs=st.integers(2, 20), seed=seeds)),
                           dict(d=Size(1), n_pairs=Size(2), seed=Seed()), lambda kw, out: is_float(out, 0)),
+    "context_gain": Case(
+        _context_gain_kwargs(), dict(curves=ANY, first_position=Int(1)),
+        lambda kw, out: list(out) == list(kw["curves"]) and all(len(v) == 3 for v in out.values()),
+        partners=("curves", "first_position")),
     "convert_rope_layout": Case(
         st.fixed_dictionaries(dict(model=st.just(_MODELS["rope"]),
                                    layout=st.sampled_from(("interleaved", "halves")),
@@ -1407,6 +1430,9 @@ CASES: dict[str, Case] = {
                                    decimals=st.integers(0, 8))),
         dict(values=ANY, decimals=Int(0, 8)),
         _expect_rounded),
+    "scored_accuracy": Case(
+        _scored_accuracy_kwargs(), dict(logits=ANY, batch=ANY),
+        lambda kw, out: isinstance(out, float) and 0 <= out <= 1, partners=("logits", "batch")),
     "seed_table": Case(
         st.fixed_dictionaries(dict(
             results=st.integers(1, 3).flatmap(lambda n_seeds: st.dictionaries(

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.tasks import NEEDS_POSITION, TASKS, make_batch, n_classes
+from course_utils.tasks import NEEDS_POSITION, TASKS, make_batch, n_classes, scored_accuracy
 
 
 def batch(task, length=7, seed=0, **kw):
@@ -79,3 +79,24 @@ def test_pointer_past_the_end_is_not_scored():
     assert torch.equal(b.scored, b.tokens < 3) and (~b.scored).any() and b.scored.any()
     rows, cols = torch.nonzero(b.scored, as_tuple=True)
     assert torch.equal(b.targets[rows, cols], b.tokens[rows, b.tokens[rows, cols]])
+
+
+def test_scored_accuracy_counts_only_the_scored_positions():
+    batch = make_batch("previous_token", batch_size=3, length=5, vocab_size=4,
+                       generator=torch.Generator().manual_seed(0))
+    perfect = torch.nn.functional.one_hot(batch.targets, 4).double()
+    assert scored_accuracy(perfect, batch) == 1.0  # position 0's target is not a real answer, yet counts nowhere
+    wrong_at_0 = perfect.clone()
+    wrong_at_0[:, 0] = torch.nn.functional.one_hot((batch.targets[:, 0] + 1) % 4, 4).double()
+    assert scored_accuracy(wrong_at_0, batch) == 1.0
+    wrong_at_1 = perfect.clone()
+    wrong_at_1[:, 1] = torch.nn.functional.one_hot((batch.targets[:, 1] + 1) % 4, 4).double()
+    assert scored_accuracy(wrong_at_1, batch) == pytest.approx(3 / 4)  # 1 of the 4 scored positions wrong
+
+
+def test_scored_accuracy_names_its_bad_arguments():
+    batch = make_batch("reverse", batch_size=2, length=3, vocab_size=4, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(TypeError, match="batch"):
+        scored_accuracy(torch.zeros(2, 3, 4), (batch.tokens, batch.targets))
+    with pytest.raises(ValueError, match="logits"):
+        scored_accuracy(torch.zeros(2, 4, 4), batch)

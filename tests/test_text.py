@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from course_utils import (ModelConfig, TinyTransformer, load_text_corpus,
                           loss_by_position, text_batch, text_windows, train)
-from course_utils.text import decode_text, encode_text, UNKNOWN, UNKNOWN_MARK, build_vocabulary
+from course_utils.text import context_gain, decode_text, encode_text, UNKNOWN, UNKNOWN_MARK, build_vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -313,3 +313,15 @@ def test_validation_split_keeps_the_last_share_apart():
                          (True, TypeError)):
         with pytest.raises(error, match="share"):
             validation_split(ids, share=share)
+
+
+def test_context_gain_is_the_loss_at_t0_minus_the_later_mean():
+    curves = {"rope": [torch.tensor([4.0, 3.0, 2.0, 1.0]), torch.tensor([5.0, 1.0, 1.0, 3.0])],
+              "bigram counts": [torch.tensor([3.0, 3.0, 3.0, 3.0])]}
+    table = context_gain(curves, first_position=2)
+    assert table["rope"] == {"t = 0": [4.0, 5.0], "t 2-3": [1.5, 2.0], "gain from context": [2.5, 3.0]}
+    assert table["bigram counts"]["gain from context"] == [0.0]
+    with pytest.raises(ValueError, match="curves\\['rope'\\]"):
+        context_gain(curves, first_position=4)
+    with pytest.raises(TypeError, match="curves"):
+        context_gain({"rope": torch.zeros(4)})
