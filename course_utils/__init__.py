@@ -7,10 +7,11 @@ A lesson imports what it needs from here:
 One module per idea, named as in the lessons: naive (lesson 02), encodings (03), relative (04),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), biases,
 attention_positions and position_free (10), rope and model_edits (11), extension (12),
-grid_codes, digits, vit and vision (13), text and corpus (14), rope_config (15, next); attention,
-models, tasks, training, probes, plots, widgets, display and session are shared by all; zoo
-loads the converged checkpoints that lessons study instead of training for minutes; checks
-holds the homework checks.
+grid_codes, digits, vit and vision (13), text and corpus (14), rope_config, rope_base,
+rope_precision, qk_norm, mla and position_ids (15), mrope and streaming (16, the lesson
+next); attention, models, tasks, training, probes, plots, widgets, display and session are
+shared by all; zoo loads the converged checkpoints that lessons study instead of training for
+minutes; checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -18,10 +19,12 @@ table):
 
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
-             attention, probes, tasks, digits, combine, corpus, rope_config, position_free
+             attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
+             rope_base, rope_precision, qk_norm, mla
                                             position math and measurements, free of models
     floor 3  models, vit                    the model family: one Block, the codes below
-    floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo
+    floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
+             position_ids, streaming
                                             work on models: edit, measure, read, feed, load
     floor 5  training                       the one training loop: tasks, texts, images
     floor 6  vision                         lesson 13's measurements of a trained ViT
@@ -57,6 +60,7 @@ from .learned import (add_learned_code, band_summary, cosine_similarity_matrix, 
                       initialise_table, neighbour_similarity, relative_movement, weight_back)
 from .model_edits import convert_rope_layout, with_rope_scaling
 from .models import count_parameters, ModelConfig, TinyTransformer
+from .mrope import mrope_axes, mrope_positions, mrope_rotate
 from .naive import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
 from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_curves, matrix_heatmap,
                     similarity_vs_offset)
@@ -64,7 +68,14 @@ from .position_free import most_frequent_earlier, position_free_accuracy
 from .probes import linear_probe, logistic_probe, variance_explained
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
-from .rope_config import rope_frequencies_from_config
+from .rope_config import llama3_bands, rope_frequencies_from_config
+from .rope_base import first_negative, sampled_similarity_gap, similar_token_score, smallest_bases
+from .rope_precision import angle_error, score_error
+from .qk_norm import rms_norm
+from .mla import mla_cache_elements, mla_scores
+from .position_ids import packed_document_bits, position_ids
+from .streaming import (attention_entropy_by_position, dynamic_cache_gap, long_context_scale,
+                         streaming_attention, streaming_loss)
 from .session import environment_report, setup
 from .tasks import make_batch, n_classes, scored_accuracy
 from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_position, text_batch,
@@ -83,11 +94,13 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "angle_coverage",
+    "angle_error",
     "attention",
     "attention_at_offset",
     "attention_beyond",
     "attention_distance",
     "attention_entropy",
+    "attention_entropy_by_position",
     "attention_heatmap",
     "attention_to_first",
     "band_summary",
@@ -104,12 +117,14 @@ __all__ = [
     "cosine_spread",
     "count_parameters",
     "counts_by_position",
+    "dynamic_cache_gap",
     "effective_rank",
     "embedded_patches",
     "environment_report",
     "evaluate",
     "evaluate_vit",
     "far_similarity",
+    "first_negative",
     "fit_bos_bias",
     "fit_offset_map",
     "four_term_decomposition",
@@ -126,16 +141,23 @@ __all__ = [
     "LayerProfile",
     "least_squares_map",
     "linear_probe",
+    "llama3_bands",
     "load_digits_patches",
     "load_text_corpus",
     "logistic_probe",
+    "long_context_scale",
     "loss_by_position",
     "make_batch",
     "matrix_heatmap",
+    "mla_cache_elements",
+    "mla_scores",
     "model_four_terms",
     "ModelConfig",
     "most_frequent_earlier",
     "moving_average",
+    "mrope_axes",
+    "mrope_positions",
+    "mrope_rotate",
     "n_classes",
     "nearest_token_accuracy",
     "neighbour_similarity",
@@ -150,11 +172,13 @@ __all__ = [
     "offset_similarity",
     "OffsetHead",
     "one_hot_encoding",
+    "packed_document_bits",
     "pair_columns",
     "pair_logits",
     "patchify",
     "permutation_gap",
     "position_free_accuracy",
+    "position_ids",
     "position_labels",
     "pretrained",
     "principal_angles",
@@ -167,6 +191,7 @@ __all__ = [
     "resize_table",
     "rival_margin",
     "RivalMargin",
+    "rms_norm",
     "rope_decay_bound",
     "rope_decode_step",
     "rope_frequencies",
@@ -176,14 +201,20 @@ __all__ = [
     "rope_rotate_2d",
     "RopeScaling",
     "rounded",
+    "sampled_similarity_gap",
+    "score_error",
     "scored_accuracy",
     "seed_table",
     "setup",
     "share_in_subspace",
+    "similar_token_score",
     "similarity_vs_offset",
     "sinusoidal_encoding",
     "sinusoidal_encoding_2d",
+    "smallest_bases",
     "steps_to_accuracy",
+    "streaming_attention",
+    "streaming_loss",
     "term_subspaces",
     "text_batch",
     "text_windows",
@@ -207,4 +238,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.6.0"
+__version__ = "0.7.0"

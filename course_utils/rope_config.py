@@ -228,6 +228,34 @@ def _proportional(p: dict, rope: dict, length: int | None) -> tuple[torch.Tensor
     return omega / factor, 1.0
 
 
+LLAMA3_BANDS = ("kept", "blended", "divided")
+
+
+def llama3_bands(frequencies: torch.Tensor, *, original_max_len: int, low_freq_factor: float = 1.0,
+                 high_freq_factor: float = 4.0) -> torch.Tensor:
+    """Which of llama3's three bands each pair falls in, from its unscaled ω_i [d/2] (e.g.
+    ``rope_frequencies(128, base=500_000)``). Returns long [d/2]: 0 "kept" (wavelength 2π/ω_i
+    below original_max_len / high_freq_factor: ω_i stays), 1 "blended" (between the two
+    thresholds, both included: a linear blend of ω_i and ω_i/factor in L/wavelength), 2
+    "divided" (wavelength above original_max_len / low_freq_factor: ω_i / factor). The same
+    thresholds as the "llama3" rule of rope_frequencies_from_config (LLAMA3_BANDS names them).
+    """
+    frequencies = _validate.float_tensor(frequencies, "frequencies")
+    if frequencies.ndim != 1 or frequencies.numel() == 0 or not (frequencies > 0).all():
+        raise ValueError(f"frequencies must be a 1-D tensor of positive ω_i, got shape "
+                         f"{tuple(frequencies.shape)}")
+    original = _validate.integer(original_max_len, "original_max_len", minimum=1, maximum=10**9)
+    low = _validate.real(low_freq_factor, "low_freq_factor", positive=True)
+    high = _validate.real(high_freq_factor, "high_freq_factor", positive=True)
+    if high <= low:
+        raise ValueError(f"high_freq_factor must exceed low_freq_factor ({low}), got {high}")
+    wavelength = 2 * math.pi / frequencies.to(torch.float64)
+    bands = torch.ones_like(wavelength, dtype=torch.long)
+    bands[wavelength < original / high] = 0
+    bands[wavelength > original / low] = 2
+    return bands
+
+
 _RULES = {"default": _default, "linear": _linear, "dynamic": _dynamic, "yarn": _yarn,
           "longrope": _longrope, "llama3": _llama3, "proportional": _proportional}
 

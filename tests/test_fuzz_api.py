@@ -763,6 +763,53 @@ def _expect_rope_config(kw, out):
     is_float(scaling, 1e-12)
 
 
+@st.composite
+def _mrope_segments_kwargs(draw):
+    """Text and image/video segments, never two vision segments in a row (lesson 16's M-RoPE)."""
+    segments = []
+    for _ in range(draw(st.integers(0, 4))):
+        if segments and segments[-1][0] == "image" or draw(st.booleans()):
+            segments.append(("text", draw(small)))
+        else:
+            segments.append(("image", draw(small), draw(small), draw(small)))
+    return dict(segments=segments)
+
+
+def _mrope_length(segments) -> int:
+    return sum(s[1] if s[0] == "text" else s[1] * s[2] * s[3] for s in segments)
+
+
+@st.composite
+def _mrope_section(draw, interleaved=False):
+    """Three pair counts; interleaved: ones Qwen3-VL's cycle (time, height, width, ...) can hold."""
+    section = draw(st.lists(st.integers(0, 3), min_size=3, max_size=3).filter(sum).filter(
+        lambda s: not interleaved or (3 * s[1] <= sum(s) + 1 and 3 * s[2] <= sum(s))))
+    return tuple(section) if draw(st.booleans()) else section
+
+
+@st.composite
+def _mrope_axes_kwargs(draw):
+    interleaved = draw(st.booleans())
+    return dict(mrope_section=draw(_mrope_section(interleaved)), base=draw(st.floats(2, 1e6)),
+                mrope_interleaved=interleaved)
+
+
+@st.composite
+def _mrope_rotate_kwargs(draw):
+    interleaved = draw(st.booleans())
+    section = draw(_mrope_section(interleaved))
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    n = draw(small)
+    positions = torch.tensor(draw(st.lists(st.integers(-50, 50), min_size=3 * n, max_size=3 * n))).reshape(3, n)
+    return dict(x=_randn(draw, *lead, n, 2 * sum(section)), positions=positions, mrope_section=section,
+                base=draw(st.floats(2, 1e6)), mrope_interleaved=interleaved)
+
+
+def _expect_mrope_axes(kw, out):
+    assert list(out) == ["time", "height", "width"]
+    assert [axis["n_pairs"] for axis in out.values()] == list(kw["mrope_section"])
+
+
 def _expect_pair_values(rule) -> Callable:
     def check(kw, out):
         shape_is(kw["d"] // 2)(out)
@@ -1069,6 +1116,43 @@ def _loss_by_position_kwargs(draw):
                 context=draw(st.none() | st.integers(1, 8)))
 
 
+# lesson 16: a long text read as a stream (course_utils/streaming.py)
+@st.composite
+def _streaming_kwargs(draw, *, with_cache: bool = True):
+    position = draw(st.sampled_from(sorted(POSITIONS)))
+    model = _tiny_model(position=position, causal=True)
+    length = draw(st.integers(1, model.config.max_len))
+    window = draw(st.none() | st.integers(1, 8))
+    if not with_cache and position in INPUT_CODES:  # a kept cache with a window needs a code inside attention
+        window = None
+    cache = "recomputed" if window is not None and position in INPUT_CODES else \
+        draw(st.sampled_from(("kept", "recomputed")))
+    if not with_cache:
+        cache = "kept"
+    kw = dict(model=model, ids=_text(draw, length + 1), length=length, n_windows=draw(small), window=window,
+              sinks=0 if window is None else draw(st.integers(0, 3)),
+              query_scale=draw(st.none() | st.floats(0.5, 2).map(lambda c: torch.full((length,), c)))
+              if cache == "kept" else None)
+    return {**kw, "cache": cache} if with_cache else kw
+
+
+@st.composite
+def _dynamic_cache_gap_kwargs(draw):
+    model = _tiny_model(position="rope", causal=True,
+                        rope_scaling=RopeScaling("dynamic", factor=2.0, original_max_len=draw(st.integers(1, 6))))
+    length = draw(st.integers(1, model.config.max_len))
+    return dict(model=model, ids=_text(draw, length + 1), length=length, n_windows=draw(small))
+
+
+@st.composite
+def _long_context_scale_kwargs(draw):
+    rule = draw(st.sampled_from(("yarn", "log_length", "llama4")))
+    llama4 = rule == "llama4"
+    return dict(rule=rule, length=draw(st.integers(1, 300)), original_max_len=draw(st.integers(2, 64)),
+                floor_scale=draw(st.none() | st.integers(1, 64)) if llama4 else None,
+                attn_scale=draw(st.floats(0, 1)) if llama4 else 0.1)
+
+
 def _expect_text_batch(rows: str):
     def expect(kw, out):
         assert isinstance(out, Batch)
@@ -1078,7 +1162,120 @@ def _expect_text_batch(rows: str):
     return expect
 
 
+# lesson 15: RoPE in today's models (rope_base, rope_precision, qk_norm, mla, position_ids)
+_POSITIVE_FREQUENCIES = st.lists(st.floats(1e-4, 2), min_size=1, max_size=6).map(
+    lambda values: torch.tensor(values, dtype=torch.float64))
+
+
+@st.composite
+def _score_error_kwargs(draw):
+    pairs, rows = draw(small), draw(small)
+    offset = draw(st.integers(0, 3))
+    positions = torch.tensor(draw(st.lists(st.integers(offset, 5000), min_size=1, max_size=4)))
+    return dict(q=_randn(draw, rows, 2 * pairs), k=_randn(draw, rows, 2 * pairs), positions=positions,
+                frequencies=draw(_POSITIVE_FREQUENCIES.filter(lambda f: len(f) == pairs)
+                                 | st.just(torch.rand(pairs, dtype=torch.float64) + 0.01)),
+                dtype=draw(st.sampled_from((torch.float64, torch.float32, torch.float16, torch.bfloat16))),
+                offset=offset)
+
+
+@st.composite
+def _mla_kwargs(draw):
+    n, heads, d_nope, rank, d_rope = draw(small), draw(small), draw(even), draw(small), draw(even)
+    rope = draw(st.booleans())
+    return dict(q_nope=_randn(draw, n, heads, d_nope), latent=_randn(draw, n, rank), w_uk=_randn(draw, heads, d_nope, rank),
+                q_rope=_randn(draw, n, heads, d_rope) if rope else None, k_rope=_randn(draw, n, d_rope) if rope else None,
+                absorbed=draw(st.booleans()), rotate_nope=draw(st.booleans()))
+
+
+@st.composite
+def _packed_kwargs(draw):
+    model = _tiny_model(position=draw(st.sampled_from(("none", "sinusoidal", "learned", "rope", "alibi"))),
+                        causal=True)
+    first, length = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    return dict(model=model, ids=_text(draw, max(first, length) + 1), first_length=first, length=length,
+                n_windows=draw(small), packing=draw(st.sampled_from(("reset", "continued", "unmasked"))))
+
+
+def _expect_position_ids(kw, out):
+    assert out.dtype == torch.long and out.shape == kw["document_ids"].shape and (out >= 0).all()
+
+
+def _expect_smallest_bases(kw, out):
+    assert isinstance(out, list) and len(out) == len(kw["lengths"])
+    assert all(math.isnan(b) or b in kw["bases"].tolist() for b in out)
+
+
 CASES: dict[str, Case] = {
+    "angle_error": Case(
+        st.fixed_dictionaries(dict(positions=st.lists(st.integers(0, 10**6), min_size=1, max_size=5).map(torch.tensor),
+                                   frequencies=_POSITIVE_FREQUENCIES, dtype=st.sampled_from(
+                                       (torch.float64, torch.float32, torch.bfloat16)))),
+        dict(positions=ANY, frequencies=ANY, dtype=ANY),
+        lambda kw, out: (shape_is(len(kw["positions"]), len(kw["frequencies"]))(out),
+                         bool(((out >= 0) & (out <= math.pi + 1e-9)).all()) or _raises())),
+    "first_negative": Case(
+        st.fixed_dictionaries(dict(frequencies=_POSITIVE_FREQUENCIES, max_length=st.integers(0, 5000))),
+        dict(frequencies=ANY, max_length=Int(0, 10**7)),
+        lambda kw, out: out is None or (isinstance(out, int) and 0 < out <= kw["max_length"])),
+    "llama3_bands": Case(
+        st.fixed_dictionaries(dict(frequencies=_POSITIVE_FREQUENCIES, original_max_len=st.integers(1, 10_000),
+                                   low_freq_factor=st.floats(0.5, 2), high_freq_factor=st.floats(2.5, 8))),
+        dict(frequencies=ANY, original_max_len=Int(1, 10**9), low_freq_factor=Real(positive=True),
+             high_freq_factor=Real(positive=True)),
+        lambda kw, out: (shape_is(len(kw["frequencies"]))(out), bool(((out >= 0) & (out <= 2)).all()) or _raises()),
+        partners=("low_freq_factor", "high_freq_factor")),
+    "mla_cache_elements": Case(
+        st.fixed_dictionaries({name: st.integers(1, 512) for name in (
+            "n_heads", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}),
+        {name: Int(1, 10**7) for name in (
+            "n_heads", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")},
+        lambda kw, out: out == {"mla": kw["kv_lora_rank"] + kw["qk_rope_head_dim"],
+                                "full": kw["n_heads"] * (kw["qk_nope_head_dim"] + kw["qk_rope_head_dim"]
+                                                         + kw["v_head_dim"])} or _raises()),
+    "mla_scores": Case(
+        _mla_kwargs(),
+        dict(q_nope=ANY, latent=ANY, w_uk=ANY, q_rope=ANY, k_rope=ANY, absorbed=Bool(), rotate_nope=Bool()),
+        lambda kw, out: shape_is(kw["q_nope"].shape[1], kw["q_nope"].shape[0], kw["q_nope"].shape[0])(out),
+        partners=("q_nope", "latent", "w_uk", "q_rope", "k_rope", "rotate_nope")),
+    "packed_document_bits": Case(
+        _packed_kwargs(),
+        dict(model=MODEL, ids=ANY, first_length=Size(1), length=Size(1), n_windows=Size(1),
+             packing=Choice(("reset", "continued", "unmasked"))),
+        lambda kw, out: shape_is(kw["length"])(out), examples=15,
+        partners=("model", "ids", "first_length", "length", "packing")),
+    "position_ids": Case(
+        st.fixed_dictionaries(dict(document_ids=st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3),
+                                                          min_size=1, max_size=3).map(torch.tensor))),
+        dict(document_ids=ANY), _expect_position_ids),
+    "rms_norm": Case(
+        st.fixed_dictionaries(dict(x=st.integers(1, 6).flatmap(lambda d: st.just(torch.randn(2, d))),
+                                   eps=st.floats(1e-8, 1e-2))).flatmap(
+            lambda kw: st.fixed_dictionaries(dict(x=st.just(kw["x"]), eps=st.just(kw["eps"]), gain=st.none()
+                                                  | st.just(torch.rand(kw["x"].shape[-1]) + 0.5)))),
+        dict(x=ANY, gain=ANY, eps=ANY),
+        lambda kw, out: shape_is(*kw["x"].shape)(out), partners=("x", "gain")),
+    "sampled_similarity_gap": Case(
+        st.fixed_dictionaries(dict(offsets=st.lists(st.floats(0, 1000), min_size=1, max_size=4).map(
+            lambda v: torch.tensor(v, dtype=torch.float64)), frequencies=_POSITIVE_FREQUENCIES,
+            n_samples=st.integers(1, 50), noise=st.floats(0, 2), seed=seeds)),
+        dict(offsets=ANY, frequencies=ANY, n_samples=Int(1, 10**6), noise=ANY, seed=Seed()),
+        lambda kw, out: shape_is(len(kw["offsets"]))(out), partners=("offsets", "frequencies", "n_samples")),
+    "score_error": Case(
+        _score_error_kwargs(),
+        dict(q=ANY, k=ANY, positions=ANY, frequencies=ANY, dtype=ANY, offset=Int(0, 2**40)),
+        lambda kw, out: shape_is(len(kw["positions"]))(out),
+        partners=("q", "k", "frequencies", "positions", "offset")),
+    "similar_token_score": Case(
+        st.fixed_dictionaries(dict(offsets=st.lists(st.floats(-1000, 1000), min_size=1, max_size=5).map(
+            lambda v: torch.tensor(v, dtype=torch.float64)), frequencies=_POSITIVE_FREQUENCIES)),
+        dict(offsets=ANY, frequencies=ANY),
+        lambda kw, out: shape_is(len(kw["offsets"]))(out)),
+    "smallest_bases": Case(
+        st.fixed_dictionaries(dict(lengths=st.lists(st.integers(1, 2000), min_size=1, max_size=3), d=even,
+                                   bases=st.lists(st.floats(1.5, 1e6), min_size=1, max_size=4).map(
+                                       lambda v: torch.tensor(v, dtype=torch.float64)))),
+        dict(lengths=ANY, d=Size(1), bases=ANY), _expect_smallest_bases, partners=("lengths", "d", "bases")),
     "accuracy_by_position": Case(
         _accuracy_by_position_kwargs(),
         dict(model=MODEL, task=Choice(TASKS), length=Size(1), bos=Bool(), batch_size=Size(1), seed=Seed()),
@@ -1265,6 +1462,31 @@ CASES: dict[str, Case] = {
         _loss_by_position_kwargs(),
         dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), context=ANY),
         lambda kw, out: shape_is(kw["length"])(out), examples=15, partners=("model", "ids", "length", "context")),
+    "streaming_loss": Case(
+        _streaming_kwargs(),
+        dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), window=ANY, sinks=Int(0), cache=ANY,
+             query_scale=ANY),
+        lambda kw, out: shape_is(kw["length"])(out), examples=15, partners=("model", "ids", "length", "window", "sinks", "cache", "query_scale")),
+    "streaming_attention": Case(
+        _streaming_kwargs(with_cache=False),
+        dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), window=ANY, sinks=Int(0), query_scale=ANY),
+        lambda kw, out: shape_is(kw["model"].config.n_layers, kw["model"].config.n_heads, kw["length"],
+                                 kw["length"])(out), examples=15, partners=("model", "ids", "length", "window", "sinks", "cache", "query_scale")),
+    "attention_entropy_by_position": Case(
+        _streaming_kwargs(with_cache=False),
+        dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1), window=ANY, sinks=Int(0), query_scale=ANY),
+        lambda kw, out: shape_is(kw["model"].config.n_layers, kw["model"].config.n_heads, kw["length"])(out),
+        examples=15, partners=("model", "ids", "length", "window", "sinks", "cache", "query_scale")),
+    "dynamic_cache_gap": Case(
+        _dynamic_cache_gap_kwargs(), dict(model=MODEL, ids=ANY, length=Size(1), n_windows=Size(1)),
+        lambda kw, out: shape_is(kw["model"].config.n_heads, kw["length"])(out) and bool((out >= 0).all()),
+        examples=10, partners=("model", "ids", "length")),
+    "long_context_scale": Case(
+        _long_context_scale_kwargs(),
+        dict(rule=Choice(("yarn", "log_length", "llama4")), length=Size(1), original_max_len=Int(1),
+             floor_scale=ANY, attn_scale=ANY),
+        lambda kw, out: shape_is(kw["length"])(out) and bool((out >= 1 - 1e-12).all() or kw["attn_scale"] < 0),
+        partners=("rule", "floor_scale", "attn_scale", "original_max_len")),
     "make_batch": Case(
         _make_batch_kwargs(),
         dict(task=Choice(TASKS), batch_size=Size(1), length=Size(1), vocab_size=Int(2),
@@ -1319,6 +1541,16 @@ CASES: dict[str, Case] = {
         lambda kw, out: shape_is(*kw["tokens"].shape, kw["vocab_size"])(out) or out.dtype == torch.bool),
     "moving_average": Case(_moving_kwargs(), dict(values=ANY, window=Int(1)),
                            lambda kw, out: shape_is(len(kw["values"]) - kw["window"] + 1)(out)),
+    "mrope_axes": Case(
+        _mrope_axes_kwargs(), dict(mrope_section=ANY, base=Real(positive=True), mrope_interleaved=Bool()),
+        _expect_mrope_axes),
+    "mrope_positions": Case(
+        _mrope_segments_kwargs(), dict(segments=ANY),
+        lambda kw, out: shape_is(3, _mrope_length(kw["segments"]))(out) or out.dtype == torch.long),
+    "mrope_rotate": Case(
+        _mrope_rotate_kwargs(),
+        dict(x=ANY, positions=ANY, mrope_section=ANY, base=Real(positive=True), mrope_interleaved=Bool()),
+        lambda kw, out: shape_is(*kw["x"].shape)(out), partners=("x", "positions", "mrope_section")),
     "n_classes": Case(
         st.fixed_dictionaries(dict(task=st.sampled_from(TASKS), vocab_size=st.integers(2, 10), max_len=small)),
         dict(task=Choice(TASKS), vocab_size=Int(2), max_len=Int(1)), lambda kw, out: isinstance(out, int) and out >= 1),

@@ -28,7 +28,7 @@ from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding  # noqa: 
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding  # noqa: E402
 from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding  # noqa: E402
 
-from course_utils import rope_frequencies_from_config  # noqa: E402
+from course_utils import llama3_bands, rope_frequencies, rope_frequencies_from_config  # noqa: E402
 from course_utils.rope_config import PARTIAL_DEFAULT_MODEL_TYPES, ROPE_TYPES  # noqa: E402
 
 RTOL = 1e-6
@@ -489,3 +489,26 @@ ERRORS = [
 def test_bad_configs_are_refused_by_name(config, kwargs, error, named):
     with pytest.raises(error, match=re.escape(named)):
         rope_frequencies_from_config(config, **kwargs)
+
+
+@pytest.mark.parametrize("config", [LLAMA_3_1_8B, LLAMA_3_2_1B], ids=["3.1 8B", "3.2 1B"])
+def test_llama3_bands_match_what_transformers_does_to_each_pair(config):
+    rope = config["rope_scaling"]
+    plain = _plain(config)
+    theirs = reference(config)[0] / plain  # transformers' scale of each pair: 1, between, 1/factor
+    bands = llama3_bands(plain, original_max_len=rope["original_max_position_embeddings"],
+                         low_freq_factor=rope["low_freq_factor"], high_freq_factor=rope["high_freq_factor"])
+    torch.testing.assert_close(theirs[bands == 0], torch.ones_like(theirs[bands == 0]), rtol=RTOL, atol=0)
+    torch.testing.assert_close(theirs[bands == 2], torch.full_like(theirs[bands == 2], 1 / rope["factor"]),
+                               rtol=RTOL, atol=0)
+    middle = theirs[bands == 1]
+    assert ((middle < 1) & (middle > 1 / rope["factor"])).all() and middle.numel() > 0
+
+
+def test_llama3_bands_refuses_by_name():
+    with pytest.raises(ValueError, match="high_freq_factor"):
+        llama3_bands(rope_frequencies(8), original_max_len=64, low_freq_factor=4.0, high_freq_factor=2.0)
+    with pytest.raises(ValueError, match="frequencies"):
+        llama3_bands(torch.zeros(4, dtype=torch.float64), original_max_len=64)
+    with pytest.raises(ValueError, match="original_max_len"):
+        llama3_bands(rope_frequencies(8), original_max_len=0)

@@ -154,6 +154,8 @@ def test_every_public_name_is_what_a_lesson_uses():
         assert re.search(rf"\b{name}\b", text), f"{name} is public but no lesson uses it"
 
 
-# Public names no lesson uses yet (each listed only until a lesson uses it): lesson 15 (issue 29)
-# reads real models' configs with rope_frequencies_from_config.
-AWAITING_A_LESSON: set[str] = {"rope_frequencies_from_config"}
+# Public names no lesson uses yet (each listed only until a lesson uses it).
+AWAITING_A_LESSON: set[str] = {"mrope_axes", "mrope_positions", "mrope_rotate",  # lesson 16 (issue 29): M-RoPE
+                               # lesson 16 (issue 29): attention sinks, streaming, long-context temperature
+                               "attention_entropy_by_position", "dynamic_cache_gap", "long_context_scale",
+                               "streaming_attention", "streaming_loss"}

@@ -20,10 +20,12 @@ from .learned import check_add_learned_code, check_cosine_similarity_matrix, che
 from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .relative import check_offset_map, check_rotation_block
 from .rope import check_decode_step, check_rope_complex, check_rope_permutation
+from .rope_today import check_absorbed_scores, check_llama3_frequencies, check_position_ids
 from .text import check_bits_per_character, check_last_context, check_next_character_windows
 from .vision import check_patchify, check_rope_2d, check_sinusoidal_2d
 
 __all__ = [
+    "check_absorbed_scores",
     "check_add_learned_code",
     "check_alibi_bias",
     "check_as_addition",
@@ -39,6 +41,7 @@ __all__ = [
     "check_hamming_distance",
     "check_is_offset_only",
     "check_last_context",
+    "check_llama3_frequencies",
     "check_neighbour_similarity",
     "check_next_character_windows",
     "check_normalised_positions",
@@ -48,6 +51,7 @@ __all__ = [
     "check_pair_turns",
     "check_patchify",
     "check_permutation_matrix",
+    "check_position_ids",
     "check_position_labels",
     "check_rope_2d",
     "check_rope_complex",
