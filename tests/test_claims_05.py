@@ -1,4 +1,9 @@
-"""Lesson 05's trained claims, re-checked on seeds the lesson does not show (5, 6, 7).
+"""Lesson 05's trained claims, re-checked on seeds the lesson does not show.
+
+Seeds checked: section 7 on seeds 5, 6 and 7, none of which the lesson prints for that section;
+section 8 on seeds 3-5 (the lesson prints them) and on seed 6, which the lesson never prints
+(trained as its own group, apart from the lesson's six side-by-side seeds); section 5 (no
+training) on seeds 2-5.
 
 Section 7 trains the one-layer, two-head model on previous-token for 120 steps at lr 1e-2 on
 sequences of 8-16 tokens (seeds 0-2) and claims, on every seed:
@@ -14,7 +19,8 @@ code/token length ratio): 120 steps of 32 sequences of 16 tokens, lr 1e-2, seeds
 side by side exactly as the lesson does. It claims: all three pass the 2x rule (seeds 0-2) and
 learn the task on every seed (test accuracy >= 0.997), no difference at this budget; and, as a
 speed-of-learning snapshot, concatenation at A = 1 reaches 90 % later than addition on every
-seed, at A = sqrt(3) no later. Here: seeds 3-5 (the lesson prints them too).
+seed, at A = sqrt(3) no later. Here: seeds 3-5 (the lesson prints them too) and seed 6 (never
+printed by the lesson; its own side-by-side group of one).
 
 Section 5's read-outs of token + code (no training; the lesson draws its 64 tokens with seed 1,
 here seeds 2-5): the logistic token probe reads every token at every scale; the position probe
@@ -123,17 +129,30 @@ def test_the_amplitude_sweep_passes_the_2x_rule(amplitude):
 CONCAT = dict(combine="concat", d_position=8)
 ARMS = {"add": {}, "concat": CONCAT, "concat_sqrt3": dict(CONCAT, position_scale=math.sqrt(3))}
 ALL_SEEDS = list(range(6))  # the lesson trains the six seeds of a design side by side
+FURTHER = [6]  # never printed by the lesson: trained as a group of its own
+CHECKED = [3, 4, 5, *FURTHER]
 
 
 @functools.lru_cache(maxsize=None)
-def matched(arm: str, steps: int = STEPS) -> tuple[list[float], list[float]]:
-    """The lesson's section-8 runs: (test accuracy, steps to 90 %) for seeds 0-5."""
-    models = [tiny(seed, **ARMS[arm]) for seed in ALL_SEEDS]
-    histories = train(models, TASK, steps=steps, lr=LR, seed=ALL_SEEDS, lengths=(16, 16),
+def matched(arm: str, steps: int = STEPS, seeds: tuple = tuple(ALL_SEEDS)
+            ) -> tuple[list[float], list[float]]:
+    """The section-8 runs of ``seeds`` side by side (by default the lesson's: seeds 0-5):
+    (test accuracy, steps to 90 %), one entry per seed."""
+    models = [tiny(seed, **ARMS[arm]) for seed in seeds]
+    histories = train(models, TASK, steps=steps, lr=LR, seed=list(seeds), lengths=(16, 16),
                       progress=False)
     reached = [steps_to_accuracy(h.accuracy, 0.9) for h in histories]
     return ([evaluate(m, TASK, length=16) for m in models],
             [math.inf if r is None else r for r in reached])
+
+
+def matched_seed(arm: str, seed: int) -> tuple[float, float]:
+    """(test accuracy, steps to 90 %) of one seed: from the lesson's group, or seed 6's own."""
+    if seed in FURTHER:
+        tests, reached = matched(arm, seeds=tuple(FURTHER))
+        return tests[FURTHER.index(seed)], reached[FURTHER.index(seed)]
+    tests, reached = matched(arm)  # the same cache entry as the 2x test's
+    return tests[seed], reached[seed]
 
 
 @pytest.mark.parametrize("arm", ARMS)
@@ -143,19 +162,19 @@ def test_every_matched_design_passes_the_2x_rule(arm):
     assert abs(sum(at_double) / 3 - sum(at_budget) / 3) <= 0.01
 
 
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", CHECKED)
 def test_add_and_concatenate_both_learn_the_task_no_difference(seed):
-    tests = {arm: matched(arm)[0][seed] for arm in ARMS}
+    tests = {arm: matched_seed(arm, seed)[0] for arm in ARMS}
     assert tests["add"] >= 0.99, "addition learns previous-token (lesson: 0.997 or more)"
     assert tests["concat"] >= 0.99 and tests["concat_sqrt3"] >= 0.99, "so do both concatenations"
     assert max(tests.values()) - min(tests.values()) < 0.01, "no difference at this budget"
 
 
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", CHECKED)
 def test_speed_follows_the_code_length_relative_to_the_token(seed):
     """The speed-of-learning snapshot: concatenation at A = 1 (a relatively shorter code)
     reaches 90 % later than addition on every seed; at A = sqrt(3) (the ratio matched) no later."""
-    reach = {arm: matched(arm)[1][seed] for arm in ARMS}
+    reach = {arm: matched_seed(arm, seed)[1] for arm in ARMS}
     assert reach["concat"] >= reach["add"] + 2
     assert reach["concat_sqrt3"] <= reach["add"]
     assert max(reach.values()) <= 90

@@ -1,4 +1,8 @@
-"""Lesson 06's trained claims, re-checked on seeds the lesson does not show (3, 4, 5).
+"""Lesson 06's trained claims, re-checked on seeds the lesson does not show (3, 4, 5 and 6).
+
+The lesson prints seeds 3-5's numbers in short tables; seed 6 it never prints (a further check,
+trained exactly like the others: one model at a time). The budget lines (2x rule) are checked on
+seeds 0-2, as the lesson states them.
 
 The lesson trains a one-layer, one-head model with the sinusoidal code on previous-token (200
 steps, seeds 0-2) and claims, on every seed: the split of the logits into four terms is exact;
@@ -29,6 +33,7 @@ from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_sha
                           principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
 
 CONFIG = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
+SEEDS = (3, 4, 5, 6)  # 3-5: printed by the lesson in short tables; 6: never printed
 
 
 @functools.cache
@@ -40,7 +45,7 @@ def trained(seed: int, task: str = "previous_token", steps: int = 200) -> TinyTr
     return model
 
 
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_lesson_06_claims_hold_on_other_seeds(seed):
     model = trained(seed)
     assert evaluate(model, "previous_token", length=16, seed=20_000 + seed) > 0.95
@@ -104,7 +109,7 @@ def _angles(model: TinyTransformer, side_a: str, side_b: str) -> torch.Tensor:
     return principal_angles(getattr(spaces, side_a), getattr(spaces, side_b))
 
 
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_lesson_06_pointer_claims_hold_on_other_seeds(seed):
     pointer = trained(seed, "pointer")
     assert evaluate(pointer, "pointer", length=16, seed=20_000 + seed) > 0.98
@@ -130,7 +135,7 @@ def test_lesson_06_pointer_claims_hold_on_other_seeds(seed):
     assert _dropped(previous, "previous_token", "token_token", seed)[0] < full - 0.03
 
 
-@pytest.mark.parametrize("seed", [3, 4, 5])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_lesson_06_angles_hold_on_other_seeds(seed):
     pointer, previous = trained(seed, "pointer"), trained(seed)
     untrained = TinyTransformer(CONFIG, seed=seed)

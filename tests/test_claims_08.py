@@ -6,8 +6,13 @@ and a second model that re-adds the code before every block, with the same budge
 seeds 0-5 side by side, shows seeds 0, 1, 2 in its tables and prints seeds 3, 4, 5 in a short
 table at the end. Every measure leaves position 0 (the marker) out, and the target share also
 position 1 (where the previous token is always the marker). Here seeds 0-5 are trained exactly
-as the lesson trains them, and every claim is asserted on seeds 3, 4 and 5 with a margin. The
-lesson's prose ranges are written to hold on seeds 0-5 (and were checked on seeds 6-11).
+as the lesson trains them, and every claim is asserted on seeds 3, 4 and 5 with a margin; and
+again on seed 6, which the lesson never prints (trained as a side-by-side group of its own, so
+the group of seeds 0-5 and its numbers stay the lesson's). The lesson's prose ranges are
+written to hold on seeds 0-5 (and were checked on seeds 6-11). The budget lines (2x rule,
+counting) are checked on the seeds the lesson states them for. One range the lesson gives for seeds
+0-5 does not hold on seed 6: least squares after block 1 (0.810 there, a fall of 0.042 from 0.852; 0.67-0.79
+on seeds 0-5); on seed 6 the claim is the one the lesson makes for every seed, that it falls.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from course_utils import (ModelConfig, TinyTransformer, evaluate, layer_profile,
                           n_classes, residual_features, sinusoidal_encoding, steps_to_accuracy,
                           train, variance_explained)
 
-SHOWN, SEEDS = (0, 1, 2), (3, 4, 5)
-ALL = SHOWN + SEEDS  # trained side by side, as in the lesson
+SHOWN, PRINTED, FURTHER = (0, 1, 2), (3, 4, 5), (6,)
+ALL = SHOWN + PRINTED  # trained side by side, as in the lesson
+SEEDS = PRINTED + FURTHER  # the claims' seeds; 6 is never printed, and trained as its own group
 VOCAB, MAX_LEN, STEPS, LR = 16, 16, 120, 1e-2
 TASK = "previous_token"
 LAYERS = range(4)
@@ -33,8 +39,8 @@ def _model(seed: int, *, reapply: bool = False, task: str = TASK) -> TinyTransfo
     return TinyTransformer(config, seed=seed)
 
 
-def _fit(models: list, steps: int = STEPS) -> list:
-    return train(models, TASK, steps=steps, lr=LR, lengths=(16, 16), seed=list(ALL), bos=True,
+def _fit(models: list, steps: int = STEPS, seeds: tuple = ALL) -> list:
+    return train(models, TASK, steps=steps, lr=LR, lengths=(16, 16), seed=list(seeds), bos=True,
                  progress=False)
 
 
@@ -65,17 +71,18 @@ def _left_out_share(features) -> list:
 @pytest.fixture(scope="module")
 def runs():
     torch.set_num_threads(1)
-    once = [_model(seed) for seed in ALL]
-    every = [_model(seed, reapply=True) for seed in ALL]
-    once_histories, every_histories = _fit(once), _fit(every)
     result = {}
-    for i, seed in enumerate(ALL):
-        if seed not in SEEDS:
-            continue
-        untrained = residual_features(_model(seed), _batch())
-        result[seed] = {"once": _measure(once[i], once_histories[i]),
-                        "every": _measure(every[i], every_histories[i]),
-                        "untrained_share": _left_out_share(untrained)}
+    for group in (ALL, FURTHER):
+        once = [_model(seed) for seed in group]
+        every = [_model(seed, reapply=True) for seed in group]
+        once_histories, every_histories = _fit(once, seeds=group), _fit(every, seeds=group)
+        for i, seed in enumerate(group):
+            if seed not in SEEDS:
+                continue
+            untrained = residual_features(_model(seed), _batch())
+            result[seed] = {"once": _measure(once[i], once_histories[i]),
+                            "every": _measure(every[i], every_histories[i]),
+                            "untrained_share": _left_out_share(untrained)}
     return result
 
 
@@ -128,7 +135,15 @@ def test_logistic_probe_reads_more_than_least_squares_in_every_layer(runs, seed)
     for layer in LAYERS:
         assert logistic[layer] >= least_squares[layer] + 0.07
     assert least_squares[-1] <= least_squares[0] - 0.1
-    assert least_squares[1] <= least_squares[0] - 0.05  # after block 1, where logistic gains
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_least_squares_already_reports_a_fall_after_block_1(runs, seed):
+    """Section 2: after block 1, where the logistic probe reads position at least as well as at
+    the input, least squares reports a fall on every seed (the lesson: to 0.67-0.79 from 0.84-0.86
+    on seeds 0-5; margin 0.05 there; seed 6: 0.852 -> 0.810)."""
+    least_squares = runs[seed]["once"]["least_squares"].position_probe
+    assert least_squares[1] <= least_squares[0] - (0.05 if seed in PRINTED else 0.01)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -1,11 +1,16 @@
-"""Lesson 12's trained claims, re-checked on seeds 3, 4 and 5 (the lesson shows 0, 1, 2).
+"""Lesson 12's trained claims, re-checked on seeds 3, 4, 5 and 6 (the lesson shows 0, 1, 2).
 
 Same experiment as the lesson: one-layer causal RoPE models (d_model 32) trained on copy_offset with
 offset K = 8 at exactly L = 16 tokens (150 steps, 32 sequences a step, constant lr 3e-3), scored on the
 positions t >= L of longer sequences, read with each scaling, then fine-tuned for 15 steps at 4L. Two
 designs with the same weights: two heads of width 16 (sections 1-5) and one head of width 32 (section 6).
-Seeds 3-5 are trained side by side, as the lesson's table of further seeds trains them. Every assertion is
-a statement of the lesson, with a margin.
+Seeds 3-5 are trained side by side, as the lesson's table of further seeds trains them (it prints them);
+seed 6, which the lesson never prints, is trained as a side-by-side group of its own, and every claim is
+checked on it too. Every assertion is a statement of the lesson, with a margin. The budget lines (2x rule)
+are checked on seeds 0-2, as the lesson states them. Two ranges the lesson gives for seeds 0-5 do not hold
+on seed 6, and the lesson says so without its numbers: pair 1's lead (0.381 logits there, 0.8-1.4 on seeds
+0-5) and exactness within L without pairs 2-7 (0.963 there): on seed 6 the claims are the weaker ones the
+lesson makes for every seed (pair 1 carries a part of the lead; the model stays nearly exact).
 """
 
 import pytest
@@ -14,7 +19,8 @@ import torch
 from course_utils import (ModelConfig, RopeScaling, TinyTransformer, attention_at_offset, attention_entropy,
                           evaluate, offset_head, pair_logits, rival_margin, train, with_rope_scaling, without_pairs)
 
-SEEDS = (3, 4, 5)
+PRINTED, FURTHER = (3, 4, 5), (6,)  # the lesson prints 3-5; 6 never, trained as its own group
+SEEDS = PRINTED + FURTHER
 L, K, STEPS = 16, 8, 150
 CHANCE = 1 / 16
 NARROW = ModelConfig(vocab_size=16, d_model=32, n_heads=2, n_layers=1, max_len=64, position="rope", causal=True)
@@ -48,14 +54,19 @@ def _lead(model, head: int, n: int, queries: range):
     return rival_margin(pair_logits(model, PROBE[:, :n], head=head), K, queries=queries)
 
 
+def _groups(config) -> dict:
+    return {seed: model for group in (PRINTED, FURTHER)
+            for seed, model in zip(group, _side_by_side(config, group))}
+
+
 @pytest.fixture(scope="module")
 def models():
-    return dict(zip(SEEDS, _side_by_side(NARROW, SEEDS)))
+    return _groups(NARROW)
 
 
 @pytest.fixture(scope="module")
 def wide():
-    return dict(zip(SEEDS, _side_by_side(WIDE, SEEDS)))
+    return _groups(WIDE)
 
 
 # --- sections 2 and 5: heads of width 16 -----------------------------------------------------------------
@@ -73,16 +84,42 @@ def test_plain_rope_is_exact_within_L_and_degrades_past_it(models, seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_copy_head_reads_pairs_0_and_1_and_not_the_slow_pairs(models, seed):
+def test_the_copy_head_leans_on_pair_0_and_not_on_the_slow_pairs(models, seed):
+    model = models[seed]
+    lead = _lead(model, _copy_head(model), L, range(K, L)).by_pair
+    assert lead[0] > 2.0, lead
+    assert abs(lead[2]) < 0.3 and lead[3:].sum() < 0.3, lead
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pair_1_carries_part_of_the_lead(models, seed):
+    """The lesson: 0.8-1.4 logits on seeds 0-5 (margin 0.4), a part of the lead on every seed (seed 6: 0.381)."""
+    model = models[seed]
+    lead = _lead(model, _copy_head(model), L, range(K, L)).by_pair
+    assert lead[1] > (0.4 if seed in PRINTED else 0.0), lead
+    assert lead[1] < lead[0], lead
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_without_pair_0_or_pair_1_the_model_is_not_exact_within_L(models, seed):
     model = models[seed]
     head = _copy_head(model)
-    lead = _lead(model, head, L, range(K, L)).by_pair
-    assert lead[0] > 2.0 and lead[1] > 0.4, lead
-    assert abs(lead[2]) < 0.3 and lead[3:].sum() < 0.3, lead
     assert _accuracy(without_pairs(model, [0], head=head), L) < 0.9
     assert _accuracy(without_pairs(model, [1], head=head), L) < 0.98
-    no_slow = without_pairs(model, range(2, 8), head=head)
-    assert _accuracy(no_slow, L) >= 0.98
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_without_pairs_2_to_7_the_model_stays_exact_within_L(models, seed):
+    """The lesson: exact within L on seeds 0-5, nearly exact on every seed (seed 6: 0.963)."""
+    model = models[seed]
+    kept = _accuracy(without_pairs(model, range(2, 8), head=_copy_head(model)), L)
+    assert kept >= (0.98 if seed in PRINTED else 0.95)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_without_pairs_2_to_7_the_model_is_not_worse_past_L(models, seed):
+    model = models[seed]
+    no_slow = without_pairs(model, range(2, 8), head=_copy_head(model))
     for n in (2 * L, 4 * L):
         assert _accuracy(no_slow, n) >= _accuracy(model, n) - 0.02, "removing pairs 2-7 does not hurt past L"
 
