@@ -110,6 +110,14 @@ def float_tensor(value, name: str, *, min_dims: int = 1) -> torch.Tensor:
     return value
 
 
+def frequencies(value, name: str = "frequencies") -> torch.Tensor:
+    """RoPE's angular frequencies ω_i: a non-empty 1-D float tensor of positive entries, as float64."""
+    value = float_tensor(value, name)
+    if value.ndim != 1 or value.numel() == 0 or not (value > 0).all():
+        raise ValueError(f"{name} must be a 1-D tensor of positive ω_i, got shape {tuple(value.shape)}")
+    return value.to(torch.float64)
+
+
 def matrix(value, name: str) -> torch.Tensor:
     """A 2-D floating-point tensor with finite entries."""
     value = float_tensor(value, name, min_dims=2)

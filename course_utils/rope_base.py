@@ -41,18 +41,10 @@ def _offsets(offsets) -> torch.Tensor:
     return offsets
 
 
-def _frequencies(frequencies) -> torch.Tensor:
-    frequencies = _validate.float_tensor(frequencies, "frequencies")
-    if frequencies.ndim != 1 or frequencies.numel() == 0 or not (frequencies > 0).all():
-        raise ValueError(f"frequencies must be a 1-D tensor of positive ω_i, got shape "
-                         f"{tuple(frequencies.shape)}")
-    return frequencies.to(torch.float64)
-
-
 def similar_token_score(offsets: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
     """Men et al.'s B_m = Σ_i cos(m ω_i) at each distance m of ``offsets`` [k]; frequencies
     [d/2]. Returns float64 [k]: the expected score gap of a similar over a random key is 2σ²·B_m."""
-    offsets, frequencies = _offsets(offsets), _frequencies(frequencies)
+    offsets, frequencies = _offsets(offsets), _validate.frequencies(frequencies)
     _validate.size_budget(offsets.numel() * frequencies.numel(), "the angles [len(offsets), len(frequencies)]")
     return torch.cos(offsets[:, None] * frequencies[None, :]).sum(dim=1)
 
@@ -61,7 +53,7 @@ def first_negative(frequencies: torch.Tensor, *, max_length: int) -> int | None:
     """The smallest distance m in 0 .. max_length with B_m = Σ_i cos(m ω_i) < 0 (frequencies
     [d/2]), or None if B stays non-negative that far: beyond it a similar token scores below a
     random one on average."""
-    frequencies = _frequencies(frequencies)
+    frequencies = _validate.frequencies(frequencies)
     max_length = _validate.integer(max_length, "max_length", minimum=0, maximum=MAX_LENGTH)
     _validate.size_budget(frequencies.numel() * 2**16, "a block of angles [65536, len(frequencies)]")
     start, size = 0, 256
@@ -123,7 +115,7 @@ def sampled_similarity_gap(offsets: torch.Tensor, frequencies: torch.Tensor, *, 
     similar keys k* = q + noise·N(0, I_d) and random keys k ~ N(0, I_d), at each distance m of
     ``offsets`` [k] (rope_rotate, interleaved pairs, d = 2·len(frequencies)). Returns float64
     [k]; Men et al.'s expectation is 2·B_m (σ² = 1)."""
-    offsets, frequencies = _offsets(offsets), _frequencies(frequencies)
+    offsets, frequencies = _offsets(offsets), _validate.frequencies(frequencies)
     n_samples = _validate.integer(n_samples, "n_samples", minimum=1, maximum=10**6)
     noise = _validate.real(noise, "noise")
     if noise < 0:

@@ -38,14 +38,6 @@ def _positions(positions, name: str = "positions") -> torch.Tensor:
     return positions
 
 
-def _frequencies(frequencies) -> torch.Tensor:
-    frequencies = _validate.float_tensor(frequencies, "frequencies")
-    if frequencies.ndim != 1 or frequencies.numel() == 0 or not (frequencies > 0).all():
-        raise ValueError(f"frequencies must be a 1-D tensor of positive ω_i, got shape "
-                         f"{tuple(frequencies.shape)}")
-    return frequencies.to(torch.float64)
-
-
 def _dtype(dtype) -> torch.dtype:
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch dtype such as torch.bfloat16, got {dtype!r}")
@@ -57,7 +49,7 @@ def _dtype(dtype) -> torch.dtype:
 def angles_in(positions: torch.Tensor, frequencies: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The angles t·ω_i as an implementation computing in ``dtype`` gets them: t and ω_i rounded
     to dtype, their product rounded to dtype, returned in float64. positions [n] → [n, d/2]."""
-    positions, frequencies, dtype = _positions(positions), _frequencies(frequencies), _dtype(dtype)
+    positions, frequencies, dtype = _positions(positions), _validate.frequencies(frequencies), _dtype(dtype)
     _validate.size_budget(positions.numel() * frequencies.numel(), "the angles [len(positions), len(frequencies)]")
     return (positions.to(dtype)[:, None] * frequencies.to(dtype)[None, :]).to(torch.float64)
 
@@ -67,7 +59,7 @@ def angle_error(positions: torch.Tensor, frequencies: torch.Tensor, *, dtype: to
     t·ω_i (float64). positions [n] (e.g. 0 .. 131071), frequencies [d/2]. Returns float64
     [n, d/2] in radians."""
     rounded = angles_in(positions, frequencies, dtype)
-    exact = _positions(positions)[:, None] * _frequencies(frequencies)[None, :]
+    exact = _positions(positions)[:, None] * _validate.frequencies(frequencies)[None, :]
     return torch.remainder(rounded - exact + math.pi, 2 * math.pi).sub(math.pi).abs()
 
 
@@ -81,7 +73,7 @@ def score_error(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, *, fr
     """
     q = _validate.matrix(q, "q").to(torch.float64)
     k = _validate.matrix(k, "k").to(torch.float64)
-    frequencies = _frequencies(frequencies)
+    frequencies = _validate.frequencies(frequencies)
     if q.shape != k.shape or q.shape[1] != 2 * frequencies.numel():
         raise ValueError(f"q and k must both be [m, d] with d = 2·len(frequencies) = "
                          f"{2 * frequencies.numel()}, got {tuple(q.shape)} and {tuple(k.shape)}")

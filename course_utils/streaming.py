@@ -249,14 +249,8 @@ def streaming_loss(model, ids: torch.Tensor, *, length: int, n_windows: int = 16
     return (nats / math.log(2)).mean(dim=0)
 
 
-@torch.no_grad()
-def streaming_attention(model, ids: torch.Tensor, *, length: int, n_windows: int = 16, window: int | None = None,
-                        sinks: int = 0, query_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """Every head's attention weights in a kept-cache stream (see streaming_loss), averaged over
-    the windows. Returns [n_layers, n_heads, length, length]: entry (l, h, t, s) is the weight of
-    query t on the token at s (0 where the cache dropped it). [..., 0] is the share of the first
-    token, [..., :sinks].sum(-1) the sinks' share.
-    """
+def _kept_weights(model, ids, length, n_windows, window, sinks, query_scale) -> list[torch.Tensor]:
+    """Each layer's attention weights [n_windows, n_heads, length, length] in a kept-cache stream."""
     model = _language_model(model)
     if model.config.n_layers == 0:
         raise ValueError("model has no blocks (n_layers = 0), so there are no attention weights to read")
@@ -267,6 +261,18 @@ def streaming_attention(model, ids: torch.Tensor, *, length: int, n_windows: int
         weights = _kept_pass(model, windows.tokens, window, sinks, query_scale)[1]
     finally:
         model.train(was_training)
+    return weights
+
+
+@torch.no_grad()
+def streaming_attention(model, ids: torch.Tensor, *, length: int, n_windows: int = 16, window: int | None = None,
+                        sinks: int = 0, query_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Every head's attention weights in a kept-cache stream (see streaming_loss), averaged over
+    the windows. Returns [n_layers, n_heads, length, length]: entry (l, h, t, s) is the weight of
+    query t on the token at s (0 where the cache dropped it). [..., 0] is the share of the first
+    token, [..., :sinks].sum(-1) the sinks' share.
+    """
+    weights = _kept_weights(model, ids, length, n_windows, window, sinks, query_scale)
     return torch.stack([w.mean(dim=0) for w in weights])
 
 
@@ -279,16 +285,7 @@ def attention_entropy_by_position(model, ids: torch.Tensor, *, length: int, n_wi
     averaged over the windows. Returns [n_layers, n_heads, length]. Uniform attention over the
     t + 1 keys of a causal query gives ln(t + 1); a query_scale > 1 sharpens it.
     """
-    model = _language_model(model)
-    if model.config.n_layers == 0:
-        raise ValueError("model has no blocks (n_layers = 0), so there are no attention weights to read")
-    windows, window, sinks, _, query_scale = _stream_args(model, ids, length, n_windows, window, sinks, "kept",
-                                                          query_scale)
-    was_training = _evaluating(model)
-    try:
-        weights = _kept_pass(model, windows.tokens, window, sinks, query_scale)[1]
-    finally:
-        model.train(was_training)
+    weights = _kept_weights(model, ids, length, n_windows, window, sinks, query_scale)
     return torch.stack([attention_entropy(w).mean(dim=0) for w in weights])
 
 
