@@ -107,7 +107,7 @@ test: $(TEST_STAMP)
 # STRICT: the lessons this CPU reproduces bit for bit (from `make test`); the rest run lax.
 LAX = $(filter-out $(STRICT),$(LESSONS))
 test-split: $(TEST_STAMP)
-	$(BIN)/python -m pytest tests $(STRICT) $(NBVAL) $(XDIST)
+	$(BIN)/python -m pytest tests $(STRICT) $(NBVAL) $(XDIST) --durations=30
 	$(if $(strip $(LAX)),$(BIN)/python -m pytest $(LAX) $(NBVAL_LAX) $(XDIST))
 	$(if $(strip $(STRICT)),OMP_NUM_THREADS=2 $(BIN)/python -m pytest $(STRICT) $(NBVAL) $(XDIST))
 

@@ -8,10 +8,10 @@ One module per idea, named as in the lessons: naive (lesson 02), encodings (03),
 combine (05), decomposition (06), learned (07), layers (08), causal (09), biases,
 attention_positions and position_free (10), rope and model_edits (11), extension (12),
 grid_codes, digits, vit and vision (13), text and corpus (14), rope_config, rope_base,
-rope_precision, qk_norm, mla and position_ids (15), mrope and streaming (16, the lesson
-next); attention, models, tasks, training, probes, plots, widgets, display and session are
-shared by all; zoo loads the converged checkpoints that lessons study instead of training for
-minutes; checks holds the homework checks.
+rope_precision, qk_norm, mla and position_ids (15), mrope, interleaving and streaming (16);
+attention, models, tasks, training, probes, plots, widgets, display and session are shared by
+all; zoo loads the converged checkpoints that lessons study instead of training for minutes;
+checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -20,7 +20,7 @@ table):
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
              attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
-             rope_base, rope_precision, qk_norm, mla
+             rope_base, rope_precision, qk_norm, mla, interleaving
                                             position math and measurements, free of models
     floor 3  models, vit                    the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
@@ -58,7 +58,7 @@ from .layers import (layer_profile, LayerProfile, moving_average, position_label
                      ResidualFeatures, steps_to_accuracy)
 from .learned import (add_learned_code, band_summary, cosine_similarity_matrix, far_similarity,
                       initialise_table, neighbour_similarity, relative_movement, weight_back)
-from .model_edits import convert_rope_layout, with_rope_scaling
+from .model_edits import convert_rope_layout, with_attn_temperature, with_rope_scaling
 from .models import count_parameters, ModelConfig, TinyTransformer
 from .mrope import mrope_axes, mrope_positions, mrope_rotate
 from .naive import binary_encoding, integer_encoding, normalised_encoding, one_hot_encoding
@@ -230,6 +230,7 @@ __all__ = [
     "ViTConfig",
     "weight_back",
     "weight_on_key",
+    "with_attn_temperature",
     "with_mask",
     "with_rope_scaling",
     "without_pairs",
@@ -238,4 +239,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.7.0"
+__version__ = "0.8.0"

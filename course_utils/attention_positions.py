@@ -138,6 +138,8 @@ def _rope_head(model, head, layer) -> tuple[int, int]:
         raise ValueError("model has no attention layer (n_layers = 0)")
     layer = _validate.integer(layer, "layer", minimum=0, maximum=model.config.n_layers - 1)
     head = _validate.integer(head, "head", minimum=0, maximum=model.config.n_heads - 1)
+    if layer in model.config.nope_layers:
+        raise ValueError(f"layer {layer} is a NoPE layer (nope_layers={model.config.nope_layers}): it has no rotary pairs")
     return head, layer
 
 

@@ -7,6 +7,7 @@ original is not changed), so these operations sit above the models they change:
   W_k so that every score stays the same (or not, to show what a port that forgets does).
 - ``with_rope_scaling`` (lesson 12): position interpolation, NTK-aware, dynamic or YaRN
   frequencies for a model trained with plain RoPE.
+- ``with_attn_temperature`` (lesson 16): Llama 4's query temperature on a model's NoPE layers.
 """
 
 from __future__ import annotations
@@ -80,3 +81,24 @@ def with_rope_scaling(model, scaling: str | RopeScaling | None, *, factor: float
     scaled.load_state_dict(model.state_dict())
     scaled.train(model.training)
     return scaled
+
+
+def with_attn_temperature(model, *, floor_scale: int, attn_scale: float = 0.1):
+    """A copy of a trained RoPE TinyTransformer with NoPE layers (ModelConfig.nope_layers), same
+    weights, whose NoPE layers multiply each query at position t by Llama 4's
+    1 + attn_scale·ln(1 + ⌊(t + 1) / floor_scale⌋) (``attn_temperature_tuning``; Llama 4 uses
+    floor_scale 8,192 and attn_scale 0.1). Positions t + 1 < floor_scale are read as before.
+    ``model`` itself is not changed.
+    """
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if not model.config.nope_layers:
+        raise ValueError("model has no NoPE layers (ModelConfig.nope_layers): Llama 4's temperature scales "
+                         "only the queries of layers without RoPE")
+    floor_scale = _validate.integer(floor_scale, "floor_scale", minimum=1, maximum=10**9)
+    attn_scale = _validate.real(attn_scale, "attn_scale")
+    config = dataclasses.replace(model.config, attn_temperature=(floor_scale, attn_scale))
+    tuned = TinyTransformer(config)
+    tuned.load_state_dict(model.state_dict())
+    tuned.train(model.training)
+    return tuned

@@ -26,6 +26,7 @@ from .attention import causal_mask, scaled_dot_product
 from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS, sinusoidal_encoding
 from .extension import RopeScaling, rope_frequencies
+from .interleaving import checked_nope_layers, layer_plan, window_mask
 from .naive import integer_encoding, normalised_encoding
 from .rope import rotate_pairs
 
@@ -60,6 +61,9 @@ class ModelConfig:
     rope_scaling: RopeScaling | None = None  # position="rope": a scaling rule and its settings (lesson 12)
     embedding_std: float = 1.0  # the token vectors' initial spread: 1.0 as nn.Embedding; 0.02 as GPT-2, BERT
     attention_kernel: str = "explicit"  # "fused": torch's scaled_dot_product_attention when no details are asked
+    nope_layers: tuple[int, ...] = ()  # position="rope": blocks that do not rotate (NoPE layers, lesson 16)
+    rope_window: int | None = None  # position="rope", causal: rotating blocks read the last rope_window keys
+    attn_temperature: tuple[int, float] | None = None  # (floor_scale, attn_scale): Llama 4's, on NoPE layers
 
     def __post_init__(self):
         # The config keeps the checked values (a 0-d tensor becomes an int), never the raw ones.
@@ -93,6 +97,7 @@ class ModelConfig:
         if self.rope_layout != "interleaved" and self.position != "rope":
             raise ValueError(f'rope_layout is only used with position="rope", got position="{self.position}"')
         self._check_rope_scaling()
+        self._check_interleaving()
         if self.position in ATTENTION_CODES and (self.combine != "add" or self.reapply_position):
             raise ValueError(f'position="{self.position}" acts inside attention: use combine="add", reapply_position=False')
         if self.combine == "concat":
@@ -125,6 +130,27 @@ class ModelConfig:
         if rule.kind in ("ntk", "dynamic") and self.d_model // self.n_heads == 2:
             raise ValueError(f'rope_scaling: the "{rule.kind}" rule changes the base, which one pair per head '
                              f"(d_model / n_heads = 2) does not use: each head needs at least 4 features")
+
+    def _check_interleaving(self) -> None:
+        nope = checked_nope_layers(self.nope_layers, self.n_layers)
+        object.__setattr__(self, "nope_layers", nope)
+        used = [name for name, value in (("nope_layers", nope or None), ("rope_window", self.rope_window),
+                                         ("attn_temperature", self.attn_temperature)) if value is not None]
+        if used and self.position != "rope":
+            raise ValueError(f'{used[0]} is only used with position="rope", got position="{self.position}"')
+        if self.rope_window is not None:
+            object.__setattr__(self, "rope_window", _validate.integer(self.rope_window, "rope_window", minimum=1))
+            if not self.causal:
+                raise ValueError("rope_window is a causal sliding window: it needs causal=True")
+        if self.attn_temperature is not None:
+            if not nope:
+                raise ValueError("attn_temperature scales the queries of NoPE layers: give nope_layers too")
+            if not isinstance(self.attn_temperature, (tuple, list)) or len(self.attn_temperature) != 2:
+                raise ValueError(f"attn_temperature must be (floor_scale, attn_scale), got {self.attn_temperature!r}")
+            floor_scale, attn_scale = self.attn_temperature
+            object.__setattr__(self, "attn_temperature", (
+                _validate.integer(floor_scale, "attn_temperature[0] (floor_scale)", minimum=1),
+                _validate.real(attn_scale, "attn_temperature[1] (attn_scale)")))
 
     def _check_sizes(self) -> None:
         """Refuse a model too big to build, naming the arguments that make it big."""
@@ -261,9 +287,11 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                rotate=None, fused: bool = False):
+                rotate=None, fused: bool = False, query_scale: torch.Tensor | None = None):
         batch, n, d = x.shape
         q, k, v = self.qkv(x).view(batch, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        if query_scale is not None:  # [n, 1]: each query multiplied (Llama 4's temperature)
+            q = q * query_scale.to(q.dtype)
         if rotate is not None:
             q, k = rotate(q), rotate(k)
         if fused:
@@ -284,8 +312,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
-                rotate=None, fused: bool = False):
-        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, rotate, fused)
+                rotate=None, fused: bool = False, query_scale: torch.Tensor | None = None):
+        update, weights, logits = self.attention(self.ln_attention(x), mask, bias, rotate, fused, query_scale)
         x = x + update
         return x + self.mlp(self.ln_mlp(x)), weights, logits
 
@@ -373,10 +401,12 @@ class TinyTransformer(nn.Module):
         out = ModelOutput(logits=torch.empty(0))
         out.residuals.append(x)
         fused = self.config.attention_kernel == "fused" and not details
-        for index, block in enumerate(self.blocks):
+        for index, (block, layer) in enumerate(zip(self.blocks, layer_plan(self.config, n, start))):
             if index and self.config.reapply_position and self.position is not None:
                 x = x + self.config.position_scale * self.position(n, start)
-            x, weights, logits = block(x, mask, bias, rotate, fused)
+            layer_mask = mask if layer.window is None else mask & window_mask(n, layer.window).to(mask.device)
+            x, weights, logits = block(x, layer_mask, bias, rotate if layer.rotates else None, fused,
+                                       layer.query_scale)
             if details:
                 out.residuals.append(x)
                 out.attention_logits.append(logits)

@@ -41,6 +41,7 @@ from torch import nn
 from . import _validate
 from .attention_positions import attention_entropy
 from .extension import yarn_attention_scale
+from .interleaving import layer_plan, llama4_temperature
 from .models import INPUT_CODES, TinyTransformer
 from .rope import rotate_pairs
 from .text import text_windows
@@ -78,7 +79,7 @@ def long_context_scale(rule: str, length: int, *, original_max_len: int, floor_s
             raise ValueError("original_max_len must be at least 2 for log_length (a logarithm to base L)")
         return torch.where(count > original_max_len, count.log() / math.log(original_max_len), 1.0)
     floor_scale = original_max_len if floor_scale is None else floor_scale
-    return 1.0 + attn_scale * torch.log1p(torch.floor(count / floor_scale))
+    return llama4_temperature(torch.arange(length), floor_scale=floor_scale, attn_scale=attn_scale)
 
 
 def _language_model(model) -> TinyTransformer:
@@ -162,23 +163,27 @@ def _kept_pass(model, tokens, window, sinks, query_scale):
     rotate, bias = (_arrival_rotation(model, n) if _dynamic(model) else model.rotary(n)), model.attention_bias(n)
     sink_bias = None if bias is None or not sinks else model.attention_bias(last + 1)[:, last, :sinks]
     x, weights_by_layer = model.embed(tokens), []
-    for index, block in enumerate(model.blocks):
+    for index, (block, layer) in enumerate(zip(model.blocks, layer_plan(config, n))):
         if index and config.reapply_position and model.position is not None:
             x = x + config.position_scale * model.position(n)
         q, k, v = block.attention.qkv(block.ln_attention(x)).view(batch, n, 3, heads, d_head).permute(2, 0, 3, 1, 4)
         if query_scale is not None:
             q = q * query_scale.to(q.dtype)[:, None]
-        q_turned, k_turned = (q, k) if rotate is None else (rotate(q), rotate(k))
+        if layer.query_scale is not None:  # the model's own (Llama 4's temperature on a NoPE layer)
+            q = q * layer.query_scale.to(q.dtype)
+        turn = rotate if layer.rotates else None
+        q_turned, k_turned = (q, k) if turn is None else (turn(q), turn(k))
         logits = q_turned @ k_turned.transpose(-2, -1) / math.sqrt(d_head)
         if bias is not None:
             logits = logits + bias
         if moved.any():  # the sink columns, seen from a full cache at position `last`
-            q_last = q if rotate is None else model.rotary(1, start=last)(q[..., None, :])[..., 0, :]
+            q_last = q if turn is None else model.rotary(1, start=last)(q[..., None, :])[..., 0, :]
             on_sinks = q_last @ k_turned[..., :sinks, :].transpose(-2, -1) / math.sqrt(d_head)
             if sink_bias is not None:
                 on_sinks = on_sinks + sink_bias[:, None, :]
             logits = torch.cat([torch.where(moved, on_sinks, logits[..., :sinks]), logits[..., sinks:]], dim=-1)
-        weights = torch.softmax(logits.masked_fill(~allowed, float("-inf")), dim=-1)
+        reads = allowed if layer.window is None else allowed & (offset < layer.window)
+        weights = torch.softmax(logits.masked_fill(~reads, float("-inf")), dim=-1)
         x = x + block.attention.out((weights @ v).transpose(1, 2).reshape(batch, n, config.d_model))
         x = x + block.mlp(block.ln_mlp(x))
         weights_by_layer.append(weights)
@@ -304,6 +309,8 @@ def dynamic_cache_gap(model, ids: torch.Tensor, *, length: int, n_windows: int =
                          'factor=2.0, original_max_len=L)')
     if model.config.n_layers == 0:
         raise ValueError("model has no blocks (n_layers = 0), so there are no attention logits to read")
+    if 0 in model.config.nope_layers:
+        raise ValueError("model's first block is a NoPE layer (nope_layers): it has no rotation to compare")
     windows = _stream_args(model, ids, length, n_windows, None, 0, "kept", None)[0]
     config, tokens = model.config, windows.tokens
     batch, n = tokens.shape

@@ -92,12 +92,13 @@ def test_every_code_uses_context_and_three_codes_are_level(inside, seed):
     gain = {code: inside[code, seed][0] - inside[code, seed][1] for code in CODES}
     end = {code: inside[code, seed][1] for code in CODES}
     assert min(gain[code] for code in (*THREE, "alibi")) > 1.2
-    assert 0.4 < gain["none"] < 1.1
+    assert 1.0 < gain["none"] < 1.6
     assert max(end[code] for code in THREE) - min(end[code] for code in THREE) < 0.1, "no difference"
     assert max(end[code] for code in THREE) < inside["bigram"][1] - 1.2
     assert 0.2 < end["alibi"] - max(end[code] for code in THREE) < 0.5, "ALiBi with two heads ends behind"
     assert end["alibi"] < inside["bigram"][1] - 0.8
-    assert 0.6 < end["none"] - max(end[code] for code in THREE) < 1.3, "NoPE 0.8-1.1 bits behind"
+    assert 0.25 < end["none"] - max(end[code] for code in THREE) < 0.5, "NoPE 0.37-0.42 bits behind"
+    assert abs(end["none"] - end["alibi"]) < 0.1, "NoPE level with two-head ALiBi"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -109,7 +110,8 @@ def test_past_L_the_sinusoid_and_rope_break_alibi_holds(far, seed):
     for part in ("in", "near", "far"):
         assert far["alibi", seed][part] < bigram[part] - 0.8
     none = far["none", seed]
-    assert none["in"] < none["near"] < none["far"] < none["in"] + 1.0, "NoPE gets worse past L, by less than a bit"
+    assert none["in"] + 0.4 < none["near"] < none["far"], "NoPE gets worse past L"
+    assert none["far"] > bigram["far"], "at 256-511 worse than the bigram counts"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -134,8 +136,9 @@ def test_nope_finds_the_previous_character_in_layer_2_only(corpus, models, seed)
     uniform = torch.diagonal(uniform_causal_weights(L), -1)[7:].mean().item()
     best = {code: weight_back(models[code, seed], probe, 1, first_query=8).max(dim=1).values for code in CODES}
     assert best["none"][0].item() < 2 * uniform, "layer 1: the even share"
-    assert best["none"][1].item() > 2 * uniform, "layer 2 finds the previous character"
-    assert best["none"][1].item() < 0.3, "far less sharply than the coded models"
+    assert best["none"][1].item() > 8 * uniform, "layer 2 finds the previous character"
+    sharper = (best["rope"][1], best["sinusoidal"][0], best["learned"][0])
+    assert best["none"][1].item() < min(value.item() for value in sharper), "less sharply than those"
     assert best["rope"][1].item() > 0.4 and best["sinusoidal"][0].item() > 0.35 and best["learned"][0].item() > 0.3
 
 
@@ -155,7 +158,7 @@ def test_the_learned_table_comes_out_banded(models, seed):
 def test_alibi_does_not_use_the_far_characters_and_a_window_rescues_the_others(corpus, cut, seed):
     difference = {code: cut[code, seed][0] - cut[code, seed][1] for code in CODES if code != "learned"}
     assert 0.0 < difference["alibi"] < 0.1, "the whole prefix is (a little) worse for ALiBi"
-    assert difference["rope"] > 0.5 and difference["sinusoidal"] > 2.0 and difference["none"] > 0.05
+    assert difference["rope"] > 0.5 and difference["sinusoidal"] > 2.0 and difference["none"] > 0.2
     windows = [cut[code, seed][1] for code in THREE]
     assert max(windows) - min(windows) < 0.15, "within 0.15 bits of each other through the window"
     assert max(windows) < cut["alibi", seed][1] < cut["alibi", seed][0]

@@ -371,6 +371,7 @@ dtypes = st.sampled_from((torch.float32, torch.float64, torch.float16, torch.bfl
 seeds = st.integers(0, 1000)
 models = st.sampled_from(sorted(POSITIONS)).map(lambda position: _MODELS[position])
 _MODELS = {position: _tiny_model(position=position) for position in POSITIONS}
+_INTERLEAVED = _tiny_model(position="rope", causal=True, n_layers=2, nope_layers=(1,))  # lesson 16's layers
 
 
 @st.composite
@@ -414,12 +415,15 @@ def model_config_kwargs(draw) -> dict:
     can_concat = position in INPUT_CODES and d_model >= 4
     combine = draw(st.sampled_from(COMBINES)) if can_concat else "add"
     concat = combine == "concat"
+    n_layers, causal = draw(st.integers(0, 2)), draw(st.booleans())
+    rope = position == "rope"
+    nope = draw(st.sampled_from(((), *[(i,) for i in range(n_layers)]))) if rope else ()
     return dict(
-        vocab_size=draw(st.integers(1, 8)), d_model=d_model, n_heads=n_heads, n_layers=draw(st.integers(0, 2)),
+        vocab_size=draw(st.integers(1, 8)), d_model=d_model, n_heads=n_heads, n_layers=n_layers,
         max_len=draw(st.integers(1, 8)), position=position, combine=combine,
         position_scale=draw(st.floats(-2, 2)),
         d_position=draw(st.sampled_from(range(2, d_model, 2))) if concat else None,
-        causal=draw(st.booleans()),
+        causal=causal,
         reapply_position=draw(st.booleans()) if position not in ATTENTION_CODES and not concat else False,
         n_outputs=draw(st.none() | st.integers(1, 8)), d_ff=draw(st.none() | st.integers(1, 16)),
         relative_max_distance=draw(st.integers(1, 4)),
@@ -427,6 +431,8 @@ def model_config_kwargs(draw) -> dict:
         rope_layout=draw(st.sampled_from(("interleaved", "halves"))) if position == "rope" else "interleaved",
         embedding_std=draw(st.sampled_from((1.0, 0.02))),
         attention_kernel=draw(st.sampled_from(("explicit", "fused"))),
+        nope_layers=nope, rope_window=draw(st.none() | st.integers(1, 8)) if rope and causal else None,
+        attn_temperature=draw(st.none() | st.tuples(st.integers(1, 8), st.floats(0, 1))) if nope else None,
     )
 
 
@@ -976,7 +982,8 @@ def _expect_batch(kw, out):
 
 def _expect_config(kw, out):
     assert isinstance(out, ModelConfig)
-    assert all(getattr(out, name) == value for name, value in kw.items())
+    kept = {**kw, "nope_layers": tuple(sorted(kw.get("nope_layers", ())))}  # a list is kept as a tuple
+    assert all(getattr(out, name) == value for name, value in kept.items())
 
 
 def _expect_four(n_x, n_y):
@@ -1531,7 +1538,8 @@ CASES: dict[str, Case] = {
              position=Choice(POSITIONS), combine=Choice(COMBINES), position_scale=Real(), d_position=ANY,
              causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1),
              alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY, embedding_std=Real(positive=True),
-             attention_kernel=Choice(("explicit", "fused"))),
+             attention_kernel=Choice(("explicit", "fused")), nope_layers=ANY, rope_window=ANY,
+             attn_temperature=ANY),
         _expect_config),
     "most_frequent_earlier": Case(
         st.integers(1, 6).flatmap(lambda v: st.fixed_dictionaries(dict(
@@ -1648,6 +1656,12 @@ CASES: dict[str, Case] = {
             lambda kw: kw if kw["scaling"] else {**kw, "factor": 1.0, "original_max_len": None}),
         dict(model=MODEL, scaling=ANY, factor=ANY, original_max_len=ANY, beta_fast=ANY, beta_slow=ANY),
         _expect_scaled, examples=5),
+    "with_attn_temperature": Case(
+        st.fixed_dictionaries(dict(model=st.just(_INTERLEAVED), floor_scale=st.integers(1, 64),
+                                   attn_scale=st.floats(0, 1))),
+        dict(model=MODEL, floor_scale=Int(1, 10**9), attn_scale=Real()),
+        lambda kw, out: (isinstance(out, TinyTransformer)
+                         and out.config.attn_temperature == (kw["floor_scale"], kw["attn_scale"])), examples=5),
     "yarn_attention_scale": Case(st.fixed_dictionaries(dict(factor=st.floats(1, 1e6))), dict(factor=ANY),
                                  lambda kw, out: is_float(out, 1)),
     "yarn_ramp": Case(

@@ -155,7 +155,4 @@ def test_every_public_name_is_what_a_lesson_uses():
 
 
 # Public names no lesson uses yet (each listed only until a lesson uses it).
-AWAITING_A_LESSON: set[str] = {"mrope_axes", "mrope_positions", "mrope_rotate",  # lesson 16 (issue 29): M-RoPE
-                               # lesson 16 (issue 29): attention sinks, streaming, long-context temperature
-                               "attention_entropy_by_position", "dynamic_cache_gap", "long_context_scale",
-                               "streaming_attention", "streaming_loss"}
+AWAITING_A_LESSON: set[str] = set()

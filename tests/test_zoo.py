@@ -30,12 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SEEDS = range(6)
 # What the shipped zoo must hold.
 SHIPPED = {"capstone": ("none", "sinusoidal", "learned", "rope", "alibi"),
-           "vit": ("none", "learned", "sinusoidal_2d", "rope_2d")}
+           "vit": ("none", "learned", "sinusoidal_2d", "rope_2d"),
+           "interleaved": ("rope_nope", "irope")}  # lesson 16: a NoPE block after a RoPE block
+TEXT = ("capstone", "interleaved")  # the experiments of language models
 ALL_CODES = SHIPPED
 # The shipped codes whose convergence record fails the 2× rule, as the README's zoo section and
 # `python -m tools.pretrain --list` say: a lesson may show them only as not converged. Listed so
 # that this test fails when one of them converges or another stops converging.
-NOT_CONVERGED = {("capstone", "none")}
+NOT_CONVERGED: set[tuple[str, str]] = set()
 
 
 def _check(name: str, zoo_dir: Path) -> subprocess.CompletedProcess:
@@ -74,7 +76,7 @@ def test_the_toy_zoo_lists_every_checkpoint_with_recipe_metrics_and_baselines(to
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
         metric = entry["recipe"]["evaluation"]["metric"]
         assert metric in entry["metrics"]
-        if entry["experiment"] == "capstone":
+        if entry["experiment"] in TEXT:
             assert {"bigram_bits_per_char", "unigram_bits_per_char"} <= set(entry["metrics"])
             corpus = load_text_corpus(**entry["recipe"]["data"]["options"])
             assert entry["recipe"]["config"]["vocab_size"] == corpus.vocab_size
@@ -87,7 +89,7 @@ def test_the_toy_zoo_lists_every_checkpoint_with_recipe_metrics_and_baselines(to
             record = entry["convergence"]
             assert record["metric"] == metric and record["rule"] == pretrain.RULE[metric]
             assert record["steps"] == entry["recipe"]["train"]["steps"]
-            if entry["experiment"] == "capstone":
+            if entry["experiment"] in TEXT:
                 assert record["stopped_at_step"][0] == entry["metrics"]["stopped_at_step"]
         else:
             assert "convergence" not in entry
@@ -229,15 +231,19 @@ def test_every_shipped_code_passes_the_2x_rule_but_the_listed_ones(shipped):
 
 
 def test_the_language_models_have_rope_pairs_and_beat_bigram_counts_by_far(shipped):
-    for code in SHIPPED["capstone"]:
-        config = _shipped(shipped, "capstone", code, 0)["recipe"]["config"]
-        assert config["n_layers"] >= 2 and config["d_model"] // config["n_heads"] >= 16  # RoPE: 8 pairs and more
     bigram = _shipped(shipped, "capstone", "rope", 0)["metrics"]["bigram_bits_per_char"]
-    for code in SHIPPED["capstone"]:
-        if code != "none":
-            mean = sum(_shipped(shipped, "capstone", code, s)["metrics"]["held_out_bits_per_char"]
-                       for s in (3, 4, 5)) / 3
-            assert mean <= bigram - 0.8, (code, mean, bigram)
+    for experiment in TEXT:
+        for code in SHIPPED[experiment]:
+            config = _shipped(shipped, experiment, code, 0)["recipe"]["config"]
+            assert config["n_layers"] >= 2 and config["d_model"] // config["n_heads"] >= 16  # RoPE: 8 pairs, more
+            if code != "none":
+                mean = sum(_shipped(shipped, experiment, code, s)["metrics"]["held_out_bits_per_char"]
+                           for s in (3, 4, 5)) / 3
+                assert mean <= bigram - 0.8, (code, mean, bigram)
+    for code in SHIPPED["interleaved"]:  # the same recipe as the capstone's RoPE, block 2 without RoPE
+        config = dict(_shipped(shipped, "interleaved", code, 0)["recipe"]["config"])
+        assert config.pop("nope_layers") == [1] and config.pop("rope_window", 32) == 32
+        assert config == _shipped(shipped, "capstone", "rope", 0)["recipe"]["config"]
 
 
 @pytest.mark.parametrize("code", SHIPPED["capstone"])
@@ -342,7 +348,7 @@ def test_the_budget_report_names_budget_baselines_and_the_2x_verdict_of_every_co
             verdict = "FAILS" if (experiment, code) in NOT_CONVERGED else "holds"
             assert rows[code].endswith(verdict)
         assert ("chance" in report) == (experiment == "vit")
-        assert ("bigram counts" in report) == (experiment == "capstone")
+        assert ("bigram counts" in report) == (experiment in TEXT)
         failing = sorted(code for e, code in NOT_CONVERGED if e == experiment)
         brief = cu.budget_report(experiment, brief=True)
         assert len(brief.splitlines()) <= 2 and all(len(line) <= 88 for line in brief.splitlines())

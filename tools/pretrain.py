@@ -85,12 +85,24 @@ _VIT = dict(
 # models start token vectors at std 0.02; the sinusoid is Vaswani et al.'s, whose token vectors
 # are scaled by sqrt(d_model) to about unit size against the code's amplitude 1.
 _GPT_START = {"config": {"embedding_std": 0.02}}
+# NoPE learns position only through the causal mask (lesson 09), slowly: at the shared 2,400-step
+# cap five of six seeds were still improving and twice the cap moved seed 0 by 0.29 bits
+# (2026-11-26), so its cap is four times the others' (the same stopping rule ends it earlier).
+_NOPE = {"config": {"embedding_std": 0.02}, "train": {"steps": 9600}, "stopping": {"patience": 6}}
+# Lesson 16's interleaved layers, on the capstone recipe (the same text, size, learning rate and
+# stopping rule; RoPE's start, std 0.02, as Llama): block 2 does not rotate — a NoPE layer, as
+# every fourth layer of SmolLM3 (no_rope_layers [1, 0]: 1 rotates) and Llama 4 — and in "irope"
+# the rotating block 1 also reads only the last 32 characters, as Command A's sliding-window RoPE
+# layers (Llama 4's are chunked), while the NoPE block reads the whole prefix.
+_ROPE_NOPE = {"config": {"embedding_std": 0.02, "position": "rope", "nope_layers": [1]}}
+_IROPE = {"config": {**_ROPE_NOPE["config"], "rope_window": 32}}
 EXPERIMENTS = {
-    "capstone": (_CAPSTONE, {"none": _GPT_START, "sinusoidal": {"config": {"embedding_std": 1.0}},
+    "capstone": (_CAPSTONE, {"none": _NOPE, "sinusoidal": {"config": {"embedding_std": 1.0}},
                              "learned": _GPT_START, "rope": _GPT_START, "alibi": _GPT_START}),
     # The ViT's codes: a learned table at std 0.02 (ViT, Dosovitskiy et al. 2021), MAE's fixed 2-D
     # sinusoid (base 10⁴), and Heo et al. 2024's RoPE-Axial with their base θ = 100 (rope-vit).
     "vit": (_VIT, {"none": {}, "learned": {}, "sinusoidal_2d": {}, "rope_2d": {"config": {"base": 100.0}}}),
+    "interleaved": (_CAPSTONE, {"rope_nope": _ROPE_NOPE, "irope": _IROPE}),
 }
 
 
@@ -99,13 +111,15 @@ TINY = {"capstone": dict(config=dict(d_model=16, n_heads=2, max_len=16),
                          train=dict(steps=6, batch_size=4, length=16), evaluation=dict(n_windows=8),
                          stopping=dict(every=2, n_windows=4, patience=1, warmup=2, lr_drops=0)),
         "vit": dict(config=dict(d_model=16, n_heads=2), train=dict(steps=2, batch_size=8), evaluation={})}
+TINY["interleaved"] = TINY["capstone"]
 
 
 def recipe(experiment: str, position: str, seed: int, *, double: bool = False, tiny: bool = False) -> dict:
     """The full recipe of one checkpoint (``double``: the convergence run, twice the steps;
     ``tiny``: the toy scale of --tiny)."""
     base, positions = EXPERIMENTS[experiment]
-    config = dict(base["config"], position=position, **positions[position].get("config", {}))
+    # a code's settings may name the model's position code itself ("rope" for lesson 16's layers)
+    config = {**base["config"], "position": position, **positions[position].get("config", {})}
     training = dict(base["train"], **positions[position].get("train", {}), seed=seed)
     evaluation = ({"metric": "test_accuracy", "images": "test"} if base["architecture"] == "TinyViT" else
                   {"metric": "held_out_bits_per_char", "n_windows": TEXT_WINDOWS, "first_position": FIRST_SCORED})
@@ -121,7 +135,9 @@ def recipe(experiment: str, position: str, seed: int, *, double: bool = False, t
            "evaluation": evaluation, "storage": str(STORAGE).removeprefix("torch."), "threads": 1,
            "torch": torch.__version__}
     if "stopping" in base:
-        out["stopping"] = dict(base["stopping"], **(TINY[experiment].get("stopping", {}) if tiny else {}))
+        # the experiment's rule, then the code's own (NoPE's patience), then the toy scale's
+        out["stopping"] = {**base["stopping"], **positions[position].get("stopping", {}),
+                           **(TINY[experiment].get("stopping", {}) if tiny else {})}
         if double:  # twice the budget of a run that stops itself: twice the cap and twice the patience
             out["stopping"]["patience"] *= 2
     return out
@@ -235,9 +251,10 @@ def jobs(experiments: list[str], tiny: bool = False, positions: list[str] | None
 
 
 def _cost(job) -> float:
-    experiment, _, group, double, _ = job
-    base = EXPERIMENTS[experiment][0]
-    return base["train"]["steps"] * (2 if double else 1) * len(group) * (8 if experiment == "capstone" else 1)
+    experiment, position, group, double, _ = job
+    steps = recipe(experiment, position, group[0])["train"]["steps"]
+    text = EXPERIMENTS[experiment][0]["architecture"] == "TinyTransformer"
+    return steps * (2 if double else 1) * len(group) * (8 if text else 1)
 
 
 def _baselines(experiment: str) -> dict:

@@ -17,6 +17,7 @@ from .encodings import check_offset_similarity, check_sinusoidal_encoding, check
 from .extension import check_ntk_base, check_pair_turns, check_yarn_blend
 from .layers import check_position_labels, check_variance_explained_by
 from .learned import check_add_learned_code, check_cosine_similarity_matrix, check_neighbour_similarity
+from .many_axes import check_llama4_scale, check_mrope_positions, check_stream_mask
 from .naive import check_binary_code, check_hamming_distance, check_normalised_positions
 from .relative import check_offset_map, check_rotation_block
 from .rope import check_decode_step, check_rope_complex, check_rope_permutation
@@ -42,6 +43,8 @@ __all__ = [
     "check_is_offset_only",
     "check_last_context",
     "check_llama3_frequencies",
+    "check_llama4_scale",
+    "check_mrope_positions",
     "check_neighbour_similarity",
     "check_next_character_windows",
     "check_normalised_positions",
@@ -61,6 +64,7 @@ __all__ = [
     "check_sinusoidal_2d",
     "check_sinusoidal_encoding",
     "check_softmax",
+    "check_stream_mask",
     "check_token_position_term",
     "check_uniform_causal_weights",
     "check_variance_explained_by",
