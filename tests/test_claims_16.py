@@ -10,10 +10,11 @@ import math
 import pytest
 import torch
 
-from course_utils import (angle_coverage, attention_entropy_by_position, counts_by_position, dynamic_cache_gap,
-                          load_text_corpus, long_context_scale, loss_by_position, mrope_axes, mrope_positions,
-                          mrope_rotate, pretrained, rope_frequencies_from_config, rope_rotate, streaming_attention,
-                          streaming_loss, with_attn_temperature, with_rope_scaling)
+from course_utils import (angle_coverage, attention_beyond, attention_entropy_by_position, counts_by_position,
+                          dynamic_cache_gap, load_text_corpus, long_context_scale, loss_by_position, mrope_axes,
+                          mrope_positions, mrope_rotate, pretrained, rope_frequencies_from_config, rope_rotate,
+                          streaming_attention, streaming_loss, uniform_causal_weights, with_attn_temperature,
+                          with_rope_scaling)
 
 SEEDS = (3, 4, 5)
 CODES = ("none", "sinusoidal", "learned", "rope", "alibi")
@@ -270,11 +271,9 @@ def test_only_the_windowed_interleaving_holds_past_L(layouts, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_nope_block_reads_far_but_the_far_text_does_not_help(corpus, seed):
     irope = pretrained("interleaved", position="irope", seed=seed)
-    t = torch.arange(FAR)
-    back = (t[:, None] - t[None, :]) >= L
-    even = (back[2 * L:].sum(-1) / (t[2 * L:] + 1.0)).mean().item()
+    even = attention_beyond(uniform_causal_weights(FAR), L - 1)[2 * L:].mean().item()
     weights = streaming_attention(irope, corpus.held_out, length=FAR, n_windows=N_FAR)[1]
-    reach = (weights[:, 2 * L:] * back[2 * L:]).sum(-1).mean(-1)
+    reach = attention_beyond(weights, L - 1)[:, 2 * L:].mean(-1)
     assert even == pytest.approx(0.65, abs=0.005)
     assert ((reach > 0.55) & (reach < even)).all(), reach  # "0.60-0.63, close to an even spread's 0.65"
     whole, *last = (loss_by_position(irope, corpus.held_out, length=2 * L, n_windows=4,
