@@ -59,6 +59,7 @@ class ModelConfig:
     alibi_slopes: tuple[float, ...] | None = None  # position="alibi": m_1 .. m_H; None: Press et al.'s
     rope_layout: str = "interleaved"  # position="rope": pairs (2i, 2i+1), or "halves" (i, i + d_head/2)
     rope_scaling: RopeScaling | None = None  # position="rope": a scaling rule and its settings (lesson 12)
+    rope_base: float = 10_000.0  # position="rope": ω_i = rope_base^(-2i/d_head) (rope_theta, lesson 15)
     embedding_std: float = 1.0  # the token vectors' initial spread: 1.0 as nn.Embedding; 0.02 as GPT-2, BERT
     attention_kernel: str = "explicit"  # "fused": torch's scaled_dot_product_attention when no details are asked
     nope_layers: tuple[int, ...] = ()  # position="rope": blocks that do not rotate (NoPE layers, lesson 16)
@@ -119,6 +120,9 @@ class ModelConfig:
         self._check_sizes()
 
     def _check_rope_scaling(self) -> None:
+        object.__setattr__(self, "rope_base", _validate.real(self.rope_base, "rope_base", positive=True))
+        if self.rope_base != 10_000.0 and self.position != "rope":
+            raise ValueError(f'rope_base is only used with position="rope", got position="{self.position}"')
         rule = self.rope_scaling
         if rule is None:
             return
@@ -373,14 +377,16 @@ class TinyTransformer(nn.Module):
 
     def rotary(self, n: int, start: int = 0):
         """For position="rope": the function that turns queries and keys [..., n, d_head] by their
-        positions start .. start + n - 1 (pairs as config.rope_layout says, frequencies stretched
-        as config.rope_scaling says, times its attention scale: YaRN's temperature). Else None."""
+        positions start .. start + n - 1 (pairs as config.rope_layout says, frequencies from
+        config.rope_base, stretched as config.rope_scaling says, times its attention scale:
+        YaRN's temperature). Else None."""
         config = self.config
         if config.position != "rope":
             return None
         positions = torch.arange(start, start + n, dtype=torch.float64)
         rule, d_head = config.rope_scaling, config.d_model // config.n_heads
-        omega = rope_frequencies(d_head) if rule is None else rule.frequencies(d_head, length=start + n)
+        omega = (rope_frequencies(d_head, base=config.rope_base) if rule is None
+                 else rule.frequencies(d_head, base=config.rope_base, length=start + n))
         scale = 1.0 if rule is None else rule.attention_scale
         angles = positions[:, None] * omega[None, :]  # what rope_rotate makes, made once per forward pass
         cos, sin, layout = torch.cos(angles), torch.sin(angles), config.rope_layout

@@ -141,7 +141,8 @@ def _arrival_rotation(model, n: int):
     frequencies when token j arrived (its cached key keeps them; the newest query has its own)."""
     config, rule = model.config, model.config.rope_scaling
     d_head = config.d_model // config.n_heads
-    omega = torch.stack([rule.frequencies(d_head, length=j + 1) for j in range(n)])  # [n, d_head/2]
+    omega = torch.stack([rule.frequencies(d_head, base=config.rope_base, length=j + 1)
+                         for j in range(n)])  # [n, d_head/2]
     angles = torch.arange(n, dtype=torch.float64)[:, None] * omega
     cos, sin, layout = angles.cos(), angles.sin(), config.rope_layout
     return lambda x: rotate_pairs(x, cos, sin, layout=layout)

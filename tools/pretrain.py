@@ -96,6 +96,12 @@ _NOPE = {"config": {"embedding_std": 0.02}, "train": {"steps": 9600}, "stopping"
 # layers (Llama 4's are chunked), while the NoPE block reads the whole prefix.
 _ROPE_NOPE = {"config": {"embedding_std": 0.02, "position": "rope", "nope_layers": [1]}}
 _IROPE = {"config": {**_ROPE_NOPE["config"], "rope_window": 32}}
+# Lesson 15's bases, on the capstone recipe (RoPE's start, std 0.02, as Llama): ω_i = base^(-2i/32)
+# for a head of 32 features. Men et al.'s similar-token sum B_m first turns negative at m = 5 (base
+# 10), 28 (100), 474 (10⁴, the capstone's own) and 3,478 (10⁶): 10 and 100 fail the bound for the
+# trained length L = 128, 10⁴ and 10⁶ clear it.
+_BASES = {f"base_{name}": {"config": {"embedding_std": 0.02, "position": "rope", "rope_base": base}}
+          for name, base in (("10", 10.0), ("100", 100.0), ("1e6", 1e6))}
 EXPERIMENTS = {
     "capstone": (_CAPSTONE, {"none": _NOPE, "sinusoidal": {"config": {"embedding_std": 1.0}},
                              "learned": _GPT_START, "rope": _GPT_START, "alibi": _GPT_START}),
@@ -103,6 +109,7 @@ EXPERIMENTS = {
     # sinusoid (base 10⁴), and Heo et al. 2024's RoPE-Axial with their base θ = 100 (rope-vit).
     "vit": (_VIT, {"none": {}, "learned": {}, "sinusoidal_2d": {}, "rope_2d": {"config": {"base": 100.0}}}),
     "interleaved": (_CAPSTONE, {"rope_nope": _ROPE_NOPE, "irope": _IROPE}),
+    "rope_base": (_CAPSTONE, _BASES),
 }
 
 
@@ -111,7 +118,7 @@ TINY = {"capstone": dict(config=dict(d_model=16, n_heads=2, max_len=16),
                          train=dict(steps=6, batch_size=4, length=16), evaluation=dict(n_windows=8),
                          stopping=dict(every=2, n_windows=4, patience=1, warmup=2, lr_drops=0)),
         "vit": dict(config=dict(d_model=16, n_heads=2), train=dict(steps=2, batch_size=8), evaluation={})}
-TINY["interleaved"] = TINY["capstone"]
+TINY["interleaved"] = TINY["rope_base"] = TINY["capstone"]
 
 
 def recipe(experiment: str, position: str, seed: int, *, double: bool = False, tiny: bool = False) -> dict:
