@@ -22,7 +22,7 @@ table):
              attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
              rope_base, rope_precision, qk_norm, mla, interleaving
                                             position math and measurements, free of models
-    floor 3  models, vit                    the model family: one Block, the codes below
+    floor 3  models, vit, input_codes       the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
              position_ids, streaming
                                             work on models: edit, measure, read, feed, load
@@ -41,8 +41,8 @@ from .session import pin_numerics as _pin_numerics
 _pin_numerics()
 
 from .attention import attention, causal_mask
-from .attention_positions import (attention_at_offset, attention_beyond, attention_entropy, offset_head,
-                                  OffsetHead, pair_logits, rival_margin, RivalMargin, without_pairs)
+from .attention_positions import (attention_at_offset, attention_beyond, attention_entropy, favourite_key_gap,
+                                  offset_head, OffsetHead, pair_logits, rival_margin, RivalMargin, without_pairs)
 from .biases import alibi_bias, alibi_slopes, RelativeBias
 from .causal import (attention_to_first, bos_weight, fit_bos_bias, permutation_gap, uniform_causal_weights,
                      with_mask)
@@ -51,7 +51,7 @@ from .combine import (block_parameters, cosine_spread, effective_rank, nearest_t
 from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share, key_pull, model_four_terms,
                             offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
                             term_subspaces, weight_on_key, without_terms)
-from .display import rounded, seed_table
+from .display import range_means, rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
@@ -124,6 +124,7 @@ __all__ = [
     "evaluate",
     "evaluate_vit",
     "far_similarity",
+    "favourite_key_gap",
     "first_negative",
     "fit_bos_bias",
     "fit_offset_map",
@@ -183,6 +184,7 @@ __all__ = [
     "pretrained",
     "principal_angles",
     "principal_directions",
+    "range_means",
     "Recovery",
     "relative_movement",
     "RelativeBias",

@@ -12,6 +12,10 @@ previous-token head, lesson 12's copy head); the lessons and their claims tests 
 Which rotary pairs a RoPE head reads (lesson 12): ``pair_logits`` splits its logits into one term
 per pair, ``rival_margin`` splits the lead of one offset's key over its strongest rival by pair,
 and ``without_pairs`` removes pairs from one head (an ablation) to check causally.
+
+Whether a trained RoPE head still finds a token it likes far away (lesson 15):
+``favourite_key_gap`` is Men et al.'s similar-token gap (course_utils/rope_base.py) measured with
+a trained head's own queries and keys instead of random vectors.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import torch
 from . import _validate, biases, rope
 from ._deprecation import moved
 from .models import TinyTransformer
+
+MAX_OFFSET = 10**6  # favourite_key_gap: the farthest distance it turns a query by
 
 # Lesson 10's biases moved to biases.py (below the models) in 0.2; rope_rotate lives in rope.py.
 __getattr__ = moved(__name__, {"alibi_bias": biases.alibi_bias, "alibi_slopes": biases.alibi_slopes,
@@ -166,6 +172,48 @@ def pair_logits(model: TinyTransformer, tokens: torch.Tensor, *, head: int, laye
     else:  # "halves": pair i is features (i, i + d_head/2)
         q, k = q.reshape(batch, n, 2, pairs).transpose(-1, -2), k.reshape(batch, n, 2, pairs).transpose(-1, -2)
     return torch.einsum("btif,bsif->bits", q, k) / d_head ** 0.5
+
+
+def favourite_key_gap(model: TinyTransformer, offsets, *, head: int, token_weights=None) -> torch.Tensor:
+    """Does a trained RoPE head of block 1 still prefer its favourite key at distance m? Returns
+    [len(offsets)], one gap per distance m (in the head's logit units, /√d_head as the model).
+
+    Block 1 reads the tokens alone (RoPE adds nothing to the input), so its logit for a query token
+    a at position t and a key token b at t − m is a function c(a, b, m). For each a, its favourite
+    key b*(a) is the b with the largest c(a, b, 0): the content the head looks for. The gap at m is
+    Σ_a p_a [c(a, b*(a), m) − Σ_b p_b c(a, b, m)]: how far the favourite stands above an average
+    key when both are m back (Men et al.'s E[q·M_m k*] − E[q·M_m k], with k* the key the head
+    itself favours instead of q + ε). p = ``token_weights`` [vocab_size] normalised (non-negative,
+    e.g. the training text's character counts; None: every token alike) weighs queries and keys.
+    offsets: the distances m ≥ 0, an integer tensor [k].
+    """
+    head, _ = _rope_head(model, head, 0)
+    if not isinstance(offsets, torch.Tensor) or offsets.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"offsets must be an integer tensor of distances, got {offsets!r:.60}")
+    if offsets.ndim != 1 or offsets.numel() == 0 or (offsets < 0).any() or offsets.max() >= MAX_OFFSET:
+        raise ValueError(f"offsets must be a non-empty 1-D tensor of distances 0 <= m < {MAX_OFFSET:,}, got "
+                         f"shape {tuple(offsets.shape)}")
+    vocab = model.config.vocab_size
+    if token_weights is None:
+        token_weights = torch.ones(vocab, dtype=torch.float64)
+    token_weights = _validate.float_tensor(token_weights, "token_weights").to(torch.float64)
+    if token_weights.shape != (vocab,) or (token_weights < 0).any() or token_weights.sum() <= 0:
+        raise ValueError(f"token_weights must be [vocab_size = {vocab}] non-negative weights with a positive sum, "
+                         f"got shape {tuple(token_weights.shape)}")
+    p = token_weights / token_weights.sum()
+    with torch.no_grad():
+        x = model(torch.arange(vocab)[:, None], details=True).residuals[0][:, 0]  # each token alone [vocab, d]
+        block, config = model.blocks[0], model.config
+        d_head = config.d_model // config.n_heads
+        qkv = block.attention.qkv(block.ln_attention(x)).view(vocab, 3, config.n_heads, d_head)
+        q, k = qkv[:, 0, head], qkv[:, 1, head]  # [vocab, d_head]
+        n = int(offsets.max()) + 1
+        q_at = model.rotary(n)(q[:, None, :].expand(vocab, n, d_head))[:, offsets]  # query at m [vocab, k, d]
+        k_at_0 = model.rotary(1)(k[:, None, :])[:, 0]  # key at 0 [vocab, d_head]
+        c = torch.einsum("amd,bd->amb", q_at, k_at_0).double() / d_head ** 0.5  # [a, m, b]
+        favourite = (q @ k.T).argmax(1)  # rotation-free: c(a, b, 0)
+    best = c[torch.arange(vocab), :, favourite]  # [vocab, k]
+    return p @ (best - c @ p)
 
 
 def without_pairs(model: TinyTransformer, pairs, *, head: int, layer: int = 0) -> TinyTransformer:

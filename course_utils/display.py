@@ -88,3 +88,41 @@ def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
     if max(len(line) for line in lines) > 88:
         raise ValueError("the table is wider than 88 columns: use fewer columns, shorter names or fewer decimals")
     return "\n".join(lines)
+
+
+def range_means(curves, ranges, *, baselines=None) -> dict:
+    """Curves by position averaged over ranges of positions, ready for ``seed_table``.
+
+    curves: {row: [curve [n] for each seed]} (e.g. loss_by_position per seed); ranges: {column:
+    (a, b)}, the positions a .. b − 1 of each curve; baselines: {row: curve [n]}, rows without
+    seeds (bigram counts) added last. Returns {row: {column: [mean over a .. b − 1, per seed]}}
+    (each mean in the curve's own dtype).
+    """
+    if not isinstance(ranges, dict) or not ranges:
+        raise TypeError(f"ranges must be a non-empty dict {{column: (first, stop)}}, got {ranges!r:.60}")
+    if not isinstance(curves, dict) or not curves:
+        raise TypeError(f"curves must be a non-empty dict {{row: [curve per seed]}}, got {curves!r:.60}")
+    if baselines is not None and not isinstance(baselines, dict):
+        raise TypeError(f"baselines must be a dict {{row: curve}} or None, got {type(baselines).__name__}")
+    for row, curve in (baselines or {}).items():
+        if not isinstance(curve, torch.Tensor) or curve.dim() != 1:
+            raise TypeError(f"baselines[{row!r}] must be one 1-D curve, got {type(curve).__name__}")
+    rows = {row: list(per_seed) if isinstance(per_seed, (list, tuple)) else per_seed
+            for row, per_seed in curves.items()}
+    rows.update({row: [curve] for row, curve in (baselines or {}).items()})
+    table = {}
+    for row, per_seed in rows.items():
+        if not isinstance(per_seed, list) or not per_seed or not all(
+                isinstance(c, torch.Tensor) and c.dim() == 1 for c in per_seed):
+            raise TypeError(f"curves[{row!r}] must be a list of 1-D curves, one per seed")
+        table[row] = {}
+        for column, span in ranges.items():
+            if not isinstance(span, tuple) or len(span) != 2:
+                raise TypeError(f"ranges[{column!r}] must be a pair (first, stop), got {span!r}")
+            a = _validate.integer(span[0], f"ranges[{column!r}][0]", minimum=0)
+            b = _validate.integer(span[1], f"ranges[{column!r}][1]", minimum=a + 1)
+            if any(c.shape[0] < b for c in per_seed):
+                raise ValueError(f"ranges[{column!r}] = {span} reaches past curves[{row!r}] "
+                                 f"(length {min(c.shape[0] for c in per_seed)})")
+            table[row][column] = [c[a:b].mean().item() for c in per_seed]
+    return table

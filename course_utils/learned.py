@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from . import _validate
-from .models import LearnedPosition, TinyTransformer
+from .input_codes import LearnedPosition
+from .models import TinyTransformer
 
 
 def add_learned_code(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from course_utils import ModelConfig, TinyTransformer, count_parameters, offset_dependence
-from course_utils.attention_positions import (attention_at_offset, attention_beyond, pair_logits, rival_margin,
-                                            without_pairs)
+from course_utils.attention_positions import (attention_at_offset, attention_beyond, favourite_key_gap, pair_logits,
+                                            rival_margin, without_pairs)
 from course_utils.biases import RelativeBias, alibi_bias, alibi_slopes
 from course_utils.models import ATTENTION_CODES, POSITIONS
 
@@ -222,3 +222,50 @@ def test_rival_margin_names_the_strongest_rival_and_splits_the_lead():
         rival_margin(logits, 2, queries=range(1, 4))
     with pytest.raises(ValueError, match="logits"):
         rival_margin(torch.zeros(2, 4, 4), 2, queries=range(3, 4))
+
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+def test_favourite_key_gap_matches_the_models_own_logits(layout):
+    """c(a, b, m) from the model's logits on texts [b, m − 1 fillers, a]; the favourites from the
+    same weights without rotation (a NoPE copy: block 1 then scores q_a·k_b at every distance)."""
+    model = _rope_model(layout)
+    offsets = torch.tensor([1, 2, 5])
+    weights = torch.arange(1.0, 9.0, dtype=torch.float64)
+    p = weights / weights.sum()
+    c = torch.zeros(8, len(offsets), 8, dtype=torch.float64)
+    for j, m in enumerate(offsets.tolist()):
+        texts = torch.tensor([[b] + [0] * (m - 1) + [a] for a in range(8) for b in range(8)])
+        c[:, j, :] = pair_logits(model, texts, head=1).sum(1)[:, m, 0].double().view(8, 8)
+    unrotated = TinyTransformer(ModelConfig(vocab_size=8, d_model=16, n_heads=2, n_layers=2, position="none",
+                                            causal=True))
+    unrotated.load_state_dict(model.state_dict())
+    texts = torch.tensor([[b, a] for a in range(8) for b in range(8)])
+    with torch.no_grad():
+        c0 = unrotated(texts, details=True).attention_logits[0][:, 1, 1, 0].double().view(8, 8)
+    favourite = c0.argmax(1)
+    expected = torch.stack([(p * (c[torch.arange(8), j, favourite] - c[:, j, :] @ p)).sum() for j in range(3)])
+    gap = favourite_key_gap(model, offsets, head=1, token_weights=weights)
+    torch.testing.assert_close(gap, expected, rtol=1e-5, atol=1e-5)
+    at_zero = favourite_key_gap(model, torch.tensor([0]), head=1, token_weights=weights)
+    torch.testing.assert_close(at_zero, (p * (c0.max(1).values - c0 @ p)).sum()[None], rtol=1e-5, atol=1e-5)
+    assert at_zero.item() >= 0  # the favourite is the best key at distance 0
+
+
+def test_favourite_key_gap_checks_its_arguments():
+    model = _rope_model()
+    with pytest.raises(TypeError, match="offsets"):
+        favourite_key_gap(model, torch.tensor([1.0]), head=0)
+    with pytest.raises(ValueError, match="offsets"):
+        favourite_key_gap(model, torch.tensor([-1, 2]), head=0)
+    with pytest.raises(ValueError, match="token_weights"):
+        favourite_key_gap(model, torch.tensor([1]), head=0, token_weights=torch.ones(7))
+    with pytest.raises(ValueError, match="head"):
+        favourite_key_gap(model, torch.tensor([1]), head=2)
+    learned = TinyTransformer(ModelConfig(vocab_size=8, d_model=16, position="learned", causal=True))
+    with pytest.raises(ValueError, match="rope"):
+        favourite_key_gap(learned, torch.tensor([1]), head=0)
+    nope_first = TinyTransformer(ModelConfig(vocab_size=8, d_model=16, position="rope", causal=True,
+                                             nope_layers=(0,)))
+    with pytest.raises(ValueError, match="NoPE"):
+        favourite_key_gap(nope_first, torch.tensor([1]), head=0)

@@ -1,6 +1,6 @@
 """Lesson 15's claims, re-checked: numeric identities on inputs the lesson does not use (other
-random seeds), the configs against transformers, and the batch-position measurement on the
-zoo's seeds 3, 4 and 5 (the lesson states it for 0, 1, 2 and prints 3-5).
+random seeds), the configs against transformers, and the trained bases and the batch-position
+measurement on the zoo's seeds 3, 4 and 5 (the lesson states them for 0, 1, 2 and prints 3-5).
 
 The zoo models are the converged capstone language models of lesson 14 (`pretrained("capstone",
 ...)`: two layers, d_model 64, two heads of 32, trained at L = 128). Every assertion is a
@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from conftest import ROOT
-from course_utils import (RopeScaling, angle_coverage, angle_error, first_negative, llama3_bands, load_text_corpus,
-                          mla_cache_elements, mla_scores, packed_document_bits, pretrained, rms_norm,
+from course_utils import (RopeScaling, angle_coverage, angle_error, favourite_key_gap, first_negative, llama3_bands,
+                          load_text_corpus, loss_by_position, mla_cache_elements, mla_scores, packed_document_bits,
+                          pretrained, rms_norm,
                           rope_frequencies, rope_frequencies_from_config, rope_rotate, sampled_similarity_gap,
                           score_error, similar_token_score, smallest_bases)
 from test_rope_config import assert_matches
@@ -190,6 +191,47 @@ def test_measured_gap_follows_two_b(seed):
     near_zero = sampled_similarity_gap(torch.tensor([1707.0, 18438.0]), rope_frequencies(128, base=1e4),
                                        n_samples=2000, noise=0.5, seed=seed)
     assert near_zero.abs().max() < 2  # "within noise of 0" near the crossing
+
+
+# Trained at four bases (the zoo's "rope_base" and the capstone's RoPE), on seeds 3-5.
+BASES = {10.0: ("rope_base", "base_10"), 100.0: ("rope_base", "base_100"), 1e4: ("capstone", "rope"),
+         1e6: ("rope_base", "base_1e6")}
+
+
+@pytest.fixture(scope="module")
+def at_bases():
+    """{(base, seed): (bits/char at t 8-127 of 128 windows, favourite-key gap [2 heads, 128])}."""
+    corpus = load_text_corpus(docstrings=False, fixed=True)
+    shares = torch.bincount(corpus.train, minlength=corpus.vocab_size).double()
+    out = {}
+    for base, (experiment, code) in BASES.items():
+        for seed in SEEDS:
+            model = pretrained(experiment, position=code, seed=seed)
+            assert model.config.rope_base == base
+            bits = loss_by_position(model, corpus.held_out, length=128, n_windows=128)[8:].mean().item()
+            gap = torch.stack([favourite_key_gap(model, torch.arange(128), head=h, token_weights=shares)
+                               for h in range(2)])
+            out[base, seed] = bits, gap
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_below_the_bound_the_favourite_key_loses_its_lead_far_away(at_bases, seed):
+    for base in BASES:
+        lead = at_bases[base, seed][1][:, 0]
+        assert (lead > 2).all()  # "every model has a favourite to lose" (2.9-6.2 on seeds 0-2)
+    kept = {base: at_bases[base, seed][1][:, 32:].mean(1) / at_bases[base, seed][1][:, 0] for base in BASES}
+    wrong = {base: (at_bases[base, seed][1][:, 1:] < 0).double().mean().item() for base in BASES}
+    assert (kept[10.0] <= 0.05).all() and (kept[100.0] <= 0.25).all()  # every head: at most 4 % and 21 %
+    assert (kept[1e4] >= 0.10).all() and (kept[1e6] >= 0.10).all()  # every head: at least 12 %
+    assert wrong[10.0] > 0.4 and wrong[100.0] > 0.25  # near the random vectors' 0.53-0.54
+    assert wrong[1e4] < 0.15 and wrong[1e6] < 0.15  # a few distances, not none
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_loss_inside_the_trained_length_does_not_see_the_base(at_bases, seed):
+    bits = [at_bases[base, seed][0] for base in BASES]
+    assert all(2.1 < b < 2.25 for b in bits) and max(bits) - min(bits) < 0.06  # seeds 0-2: 2.15-2.21
 
 
 # --- section 4: partial rotation -------------------------------------------------------------------------

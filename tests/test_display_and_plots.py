@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils import attention_heatmap, causal_mask, rounded  # noqa: E402
+from course_utils import attention_heatmap, causal_mask, range_means, rounded, seed_table  # noqa: E402
 from tools.execute import execute_lesson  # noqa: E402
 
 
@@ -132,3 +132,24 @@ def test_seed_table_refuses_what_it_cannot_show(results, error, word):
 
     with pytest.raises(error, match=re.escape(word)):
         seed_table(results)
+
+
+def test_range_means_averages_each_seeds_curve_over_each_range():
+    curves = {"rope": [torch.arange(8.0), torch.arange(8.0) + 1]}
+    table = range_means(curves, {"t 0-3": (0, 4), "t 4-7": (4, 8)}, baselines={"bigram": torch.full((8,), 5.0)})
+    assert table == {"rope": {"t 0-3": [1.5, 2.5], "t 4-7": [5.5, 6.5]}, "bigram": {"t 0-3": [5.0], "t 4-7": [5.0]}}
+    assert "bigram" in seed_table(table, row_label="code")
+
+
+def test_range_means_checks_its_arguments():
+    curve = [torch.zeros(4)]
+    with pytest.raises(ValueError, match="ranges"):
+        range_means({"a": curve}, {"far": (2, 9)})
+    with pytest.raises(ValueError, match="ranges"):
+        range_means({"a": curve}, {"empty": (2, 2)})
+    with pytest.raises(TypeError, match="ranges"):
+        range_means({"a": curve}, {"bad": [0, 2]})
+    with pytest.raises(TypeError, match="curves"):
+        range_means({"a": torch.zeros(4)}, {"all": (0, 4)})
+    with pytest.raises(TypeError, match="baselines"):
+        range_means({"a": curve}, {"all": (0, 4)}, baselines=[torch.zeros(4)])

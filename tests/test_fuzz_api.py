@@ -1328,6 +1328,15 @@ CASES: dict[str, Case] = {
         dict(model=MODEL, tokens=ANY, head=Int(0), layer=Int(0)),
         lambda kw, out: shape_is(kw["tokens"].shape[0], 2, kw["tokens"].shape[1], kw["tokens"].shape[1])(out),
         partners=("model", "tokens")),
+    "favourite_key_gap": Case(
+        st.fixed_dictionaries(dict(
+            model=st.just(_MODELS["rope"]), head=st.integers(0, 1),
+            offsets=st.lists(st.integers(0, 40), min_size=1, max_size=5).map(torch.tensor),
+            token_weights=st.one_of(st.none(), st.builds(
+                lambda seed: torch.rand(_MODELS["rope"].config.vocab_size,
+                                        generator=torch.Generator().manual_seed(seed)) + 0.1, seeds)))),
+        dict(model=MODEL, offsets=ANY, head=Int(0), token_weights=ANY),
+        lambda kw, out: shape_is(len(kw["offsets"]))(out) and bool(torch.isfinite(out).all()), examples=10),
     "without_pairs": Case(
         st.fixed_dictionaries(dict(model=st.just(_MODELS["rope"]), pairs=st.lists(st.integers(0, 1), max_size=2),
                                    head=st.integers(0, 1), layer=st.just(0))),
@@ -1539,7 +1548,7 @@ CASES: dict[str, Case] = {
              causal=Bool(), reapply_position=Bool(), n_outputs=ANY, d_ff=ANY, relative_max_distance=Size(1),
              alibi_slopes=ANY, rope_layout=ANY, rope_scaling=ANY, embedding_std=Real(positive=True),
              attention_kernel=Choice(("explicit", "fused")), nope_layers=ANY, rope_window=ANY,
-             attn_temperature=ANY),
+             attn_temperature=ANY, rope_base=Real(positive=True)),
         _expect_config),
     "most_frequent_earlier": Case(
         st.integers(1, 6).flatmap(lambda v: st.fixed_dictionaries(dict(
@@ -1679,6 +1688,16 @@ CASES: dict[str, Case] = {
     "scored_accuracy": Case(
         _scored_accuracy_kwargs(), dict(logits=ANY, batch=ANY),
         lambda kw, out: isinstance(out, float) and 0 <= out <= 1, partners=("logits", "batch")),
+    "range_means": Case(
+        st.integers(2, 12).flatmap(lambda n: st.fixed_dictionaries(dict(
+            curves=st.dictionaries(st.sampled_from(["rope", "alibi"]), st.lists(st.builds(
+                lambda seed: torch.rand(n, generator=torch.Generator().manual_seed(seed)), seeds),
+                min_size=1, max_size=3), min_size=1, max_size=2),
+            ranges=st.integers(0, n - 1).flatmap(lambda a: st.integers(a + 1, n).map(lambda b: {"span": (a, b)})),
+            baselines=st.one_of(st.none(), st.just({"bigram": torch.ones(n)}))))),
+        dict(curves=ANY, ranges=ANY, baselines=ANY),
+        lambda kw, out: isinstance(out, dict) and set(out) == set(kw["curves"]) | set(kw["baselines"] or {})
+        and all(0 <= v <= 1 for row in out.values() for v in row["span"])),
     "seed_table": Case(
         st.fixed_dictionaries(dict(
             results=st.integers(1, 3).flatmap(lambda n_seeds: st.dictionaries(

@@ -233,3 +233,27 @@ def test_the_fused_kernel_computes_the_same_function(position, causal):
     assert len(details.attention_weights) == 2 and torch.allclose(details.logits, a, atol=1e-10)
     with pytest.raises(ValueError, match="attention_kernel"):
         ModelConfig(vocab_size=10, attention_kernel="flash")
+
+
+@pytest.mark.parametrize("base", [10.0, 100.0, 1e6])
+def test_rope_base_sets_the_frequencies_the_model_turns_by(base):
+    """rope_base (rope_theta) is rope_rotate's base; the default 10⁴ leaves every model as it was."""
+    from course_utils import RopeScaling
+    from course_utils.rope import rope_rotate
+
+    model = TinyTransformer(ModelConfig(vocab_size=10, d_model=16, n_heads=2, position="rope", rope_base=base))
+    q = torch.randn(1, 2, 7, 8, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(model.rotary(7, 3)(q), rope_rotate(q, positions=torch.arange(3.0, 10.0), base=base))
+    stretched = dataclasses.replace(model.config, rope_scaling=RopeScaling("ntk", factor=4.0))
+    omega = RopeScaling("ntk", factor=4.0).frequencies(8, base=base, length=7)
+    torch.testing.assert_close(TinyTransformer(stretched).rotary(7)(q), rope_rotate(q, frequencies=omega))
+    assert ModelConfig(vocab_size=10, position="rope").rope_base == 10_000.0
+
+
+def test_rope_base_is_checked_and_only_for_rope():
+    with pytest.raises(ValueError, match="rope_base"):
+        ModelConfig(vocab_size=10, position="rope", rope_base=0.0)
+    with pytest.raises(TypeError, match="rope_base"):
+        ModelConfig(vocab_size=10, position="rope", rope_base="1e4")
+    with pytest.raises(ValueError, match="rope_base"):
+        ModelConfig(vocab_size=10, position="learned", rope_base=100.0)

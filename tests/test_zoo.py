@@ -31,8 +31,9 @@ SEEDS = range(6)
 # What the shipped zoo must hold.
 SHIPPED = {"capstone": ("none", "sinusoidal", "learned", "rope", "alibi"),
            "vit": ("none", "learned", "sinusoidal_2d", "rope_2d"),
-           "interleaved": ("rope_nope", "irope")}  # lesson 16: a NoPE block after a RoPE block
-TEXT = ("capstone", "interleaved")  # the experiments of language models
+           "interleaved": ("rope_nope", "irope"),  # lesson 16: a NoPE block after a RoPE block
+           "rope_base": ("base_10", "base_100", "base_1e6")}  # lesson 15: RoPE at other bases
+TEXT = ("capstone", "interleaved", "rope_base")  # the experiments of language models
 ALL_CODES = SHIPPED
 # The shipped codes whose convergence record fails the 2× rule, as the README's zoo section and
 # `python -m tools.pretrain --list` say: a lesson may show them only as not converged. Listed so
@@ -243,6 +244,10 @@ def test_the_language_models_have_rope_pairs_and_beat_bigram_counts_by_far(shipp
     for code in SHIPPED["interleaved"]:  # the same recipe as the capstone's RoPE, block 2 without RoPE
         config = dict(_shipped(shipped, "interleaved", code, 0)["recipe"]["config"])
         assert config.pop("nope_layers") == [1] and config.pop("rope_window", 32) == 32
+        assert config == _shipped(shipped, "capstone", "rope", 0)["recipe"]["config"]
+    for code, base in zip(SHIPPED["rope_base"], (10.0, 100.0, 1e6)):  # the capstone's RoPE at another base
+        config = dict(_shipped(shipped, "rope_base", code, 0)["recipe"]["config"])
+        assert config.pop("rope_base") == base
         assert config == _shipped(shipped, "capstone", "rope", 0)["recipe"]["config"]
 
 
