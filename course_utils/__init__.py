@@ -241,4 +241,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.8.0"
+__version__ = "0.9.0"

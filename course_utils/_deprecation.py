@@ -3,6 +3,7 @@ DeprecationWarning that names the new place (teachers may have handed out code t
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 
@@ -19,8 +20,10 @@ def moved(old_module: str, names: dict[str, object], *, since: str) -> Callable[
                 new_module = value.__module__
             else:
                 value, new_module = value
+            package = sys.modules.get("course_utils")
+            also = ", or from course_utils" if package is not None and hasattr(package, name) else ""
             warnings.warn(f"{old_module}.{name} moved to {new_module}.{name} in course_utils {since}: import it "
-                          f"from there, or from course_utils", DeprecationWarning, stacklevel=2)
+                          f"from there{also}", DeprecationWarning, stacklevel=2)
             return value
         raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from . import _validate
+from . import _validate, input_codes
+from ._deprecation import moved
 from .attention import causal_mask, scaled_dot_product
 from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS
@@ -36,6 +37,10 @@ POSITIONS = ("none", *INPUT_CODES, *ATTENTION_CODES)
 COMBINES = ("add", "concat")
 ATTENTION_KERNELS = ("explicit", "fused")
 MAX_START = 10**6  # forward(tokens, start=...): the first position; larger is refused
+
+# The input codes' modules moved to input_codes.py in 0.9.
+__getattr__ = moved(__name__, {name: getattr(input_codes, name) for name in (
+    "SinusoidalPosition", "LearnedPosition", "IntegerPosition", "NormalisedPosition")}, since="0.9")
 
 
 @dataclass(frozen=True)
