@@ -69,7 +69,8 @@ from .probes import linear_probe, logistic_probe, variance_explained
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
 from .rope_config import llama3_bands, rope_frequencies_from_config
-from .rope_base import first_negative, sampled_similarity_gap, similar_token_score, smallest_bases
+from .rope_base import (first_negative, kept_lead, sampled_similarity_gap, similar_token_score, smallest_bases,
+                        wrong_way_share)
 from .rope_precision import angle_error, score_error
 from .qk_norm import rms_norm
 from .mla import mla_cache_elements, mla_scores
@@ -135,6 +136,7 @@ __all__ = [
     "grid_positions",
     "initialise_table",
     "integer_encoding",
+    "kept_lead",
     "key_argmax_share",
     "key_pull",
     "layer_curves",
@@ -237,6 +239,7 @@ __all__ = [
     "with_rope_scaling",
     "without_pairs",
     "without_terms",
+    "wrong_way_share",
     "yarn_attention_scale",
     "yarn_ramp",
     "zoo_manifest",

@@ -14,7 +14,8 @@ Their bound: the base must be large enough that B_m ≥ 0 for every m up to the 
 ``similar_token_score`` computes B_m, ``first_negative`` where it first drops below 0,
 ``smallest_bases`` the smallest base of a grid that keeps it non-negative (B_m is not monotone in
 the base, so the grid must be fine), and ``sampled_similarity_gap`` measures the gap on random
-vectors.
+vectors. ``kept_lead`` and ``wrong_way_share`` summarise any such gap curve — 2·B_m or a trained
+head's (``favourite_key_gap``, lesson 15) — the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +48,29 @@ def similar_token_score(offsets: torch.Tensor, frequencies: torch.Tensor) -> tor
     offsets, frequencies = _offsets(offsets), _validate.frequencies(frequencies)
     _validate.size_budget(offsets.numel() * frequencies.numel(), "the angles [len(offsets), len(frequencies)]")
     return torch.cos(offsets[:, None] * frequencies[None, :]).sum(dim=1)
+
+
+def _gap_curves(gap) -> torch.Tensor:
+    gap = _validate.float_tensor(gap, "gap")
+    if gap.shape[-1] < 2 or not (gap[..., 0] > 0).all():
+        raise ValueError(f"gap must be [..., n] curves over m = 0 .. n-1 (n >= 2) with a positive lead at m = 0, "
+                         f"got shape {tuple(gap.shape)}")
+    return gap.double()
+
+
+def kept_lead(gap: torch.Tensor, *, far_from: int) -> torch.Tensor:
+    """The share of the lead at m = 0 that a similar key keeps far away: mean(gap[m >= far_from])
+    / gap[0]. gap [..., n]: a gap by distance m = 0 .. n-1 (2·B_m, or favourite_key_gap per
+    head). Returns float64 [...]: 1 when nothing is lost, 0 when the lead is gone on average."""
+    gap = _gap_curves(gap)
+    far_from = _validate.integer(far_from, "far_from", minimum=1, maximum=gap.shape[-1] - 1)
+    return gap[..., far_from:].mean(-1) / gap[..., 0]
+
+
+def wrong_way_share(gap: torch.Tensor) -> torch.Tensor:
+    """The share of the distances m = 1 .. n-1 at which a similar key scores *below* a random
+    one (gap < 0). gap [..., n] as for kept_lead. Returns float64 [...]."""
+    return (_gap_curves(gap)[..., 1:] < 0).double().mean(-1)
 
 
 def first_negative(frequencies: torch.Tensor, *, max_length: int) -> int | None:

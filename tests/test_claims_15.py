@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from conftest import ROOT
-from course_utils import (RopeScaling, angle_coverage, angle_error, favourite_key_gap, first_negative, llama3_bands,
-                          load_text_corpus, loss_by_position, mla_cache_elements, mla_scores, packed_document_bits,
-                          pretrained, rms_norm,
-                          rope_frequencies, rope_frequencies_from_config, rope_rotate, sampled_similarity_gap,
-                          score_error, similar_token_score, smallest_bases)
+from course_utils import (RopeScaling, angle_coverage, angle_error, favourite_key_gap, first_negative, kept_lead,
+                          llama3_bands, load_text_corpus, loss_by_position, mla_cache_elements, mla_scores,
+                          packed_document_bits, pretrained, rms_norm, rope_frequencies,
+                          rope_frequencies_from_config, rope_rotate, sampled_similarity_gap, score_error,
+                          similar_token_score, smallest_bases, wrong_way_share)
 from test_rope_config import assert_matches
 
 LESSON = ROOT / "notebooks" / "15_rope_in_todays_models.ipynb"
@@ -220,8 +220,8 @@ def test_below_the_bound_the_favourite_key_loses_its_lead_far_away(at_bases, see
     for base in BASES:
         lead = at_bases[base, seed][1][:, 0]
         assert (lead > 2).all()  # "every model has a favourite to lose" (2.9-6.2 on seeds 0-2)
-    kept = {base: at_bases[base, seed][1][:, 32:].mean(1) / at_bases[base, seed][1][:, 0] for base in BASES}
-    wrong = {base: (at_bases[base, seed][1][:, 1:] < 0).double().mean().item() for base in BASES}
+    kept = {base: kept_lead(at_bases[base, seed][1], far_from=32) for base in BASES}  # per head
+    wrong = {base: wrong_way_share(at_bases[base, seed][1]).mean().item() for base in BASES}
     assert (kept[10.0] <= 0.05).all() and (kept[100.0] <= 0.25).all()  # every head: at most 4 % and 21 %
     assert (kept[1e4] >= 0.10).all() and (kept[1e6] >= 0.10).all()  # every head: at least 12 %
     assert wrong[10.0] > 0.4 and wrong[100.0] > 0.25  # near the random vectors' 0.53-0.54

@@ -463,6 +463,7 @@ def shape_is(*shape) -> Callable:
     def check(out):
         assert isinstance(out, torch.Tensor), f"expected a tensor, got {type(out).__name__}"
         assert tuple(out.shape) == tuple(shape), f"expected shape {tuple(shape)}, got {tuple(out.shape)}"
+        return True  # so that `shape_is(...)(out) and <more>` goes on to check <more>
     return check
 
 
@@ -1688,6 +1689,16 @@ CASES: dict[str, Case] = {
     "scored_accuracy": Case(
         _scored_accuracy_kwargs(), dict(logits=ANY, batch=ANY),
         lambda kw, out: isinstance(out, float) and 0 <= out <= 1, partners=("logits", "batch")),
+    "kept_lead": Case(
+        st.integers(2, 9).flatmap(lambda n: st.fixed_dictionaries(dict(
+            gap=st.builds(lambda seed: torch.rand(2, n, generator=torch.Generator().manual_seed(seed)) + 0.1, seeds),
+            far_from=st.integers(1, n - 1)))),
+        dict(gap=ANY, far_from=Int(1)), lambda kw, out: shape_is(*kw["gap"].shape[:-1])(out)),
+    "wrong_way_share": Case(
+        st.integers(2, 9).flatmap(lambda n: st.fixed_dictionaries(dict(
+            gap=st.builds(lambda seed: torch.randn(3, n, generator=torch.Generator().manual_seed(seed)).abs()
+                          .index_fill(1, torch.tensor([0]), 1.0), seeds)))),
+        dict(gap=ANY), lambda kw, out: shape_is(*kw["gap"].shape[:-1])(out) and bool(((out >= 0) & (out <= 1)).all())),
     "range_means": Case(
         st.integers(2, 12).flatmap(lambda n: st.fixed_dictionaries(dict(
             curves=st.dictionaries(st.sampled_from(["rope", "alibi"]), st.lists(st.builds(
@@ -1877,7 +1888,7 @@ VISION_CASES = {
     "grid_positions": Case(st.fixed_dictionaries(dict(height=small, width=small)),
                            dict(height=Size(1), width=Size(1)),
                            lambda kw, out: isinstance(out, tuple) and all(
-                               shape_is(kw["height"] * kw["width"])(t) is None for t in out)),
+                               shape_is(kw["height"] * kw["width"])(t) for t in out)),
     "pretrained": Case(
         st.sampled_from([(e["experiment"], e["position"], e["seed"]) for e in cu.zoo_manifest()
                          if e["experiment"] == "vit"]).map(lambda k: dict(experiment=k[0], position=k[1], seed=k[2])),

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from course_utils import (first_negative, frequencies, rope_frequencies, sampled_similarity_gap,
-                          similar_token_score, smallest_bases, sinusoidal_encoding)
+from course_utils import (first_negative, frequencies, kept_lead, rope_frequencies, sampled_similarity_gap,
+                          similar_token_score, smallest_bases, sinusoidal_encoding, wrong_way_share)
 
 
 def test_b_is_the_sinusoid_dot_product():
@@ -72,3 +72,22 @@ def test_sampled_gap_has_expectation_two_b():
 def test_bad_arguments_are_refused_by_name(call, error, named):
     with pytest.raises(error, match=named):
         call()
+
+
+def test_kept_lead_and_wrong_way_share_summarise_a_gap_curve():
+    gap = torch.tensor([[4.0, 2.0, -1.0, 1.0, 0.0], [2.0, 2.0, 2.0, 2.0, 2.0]])
+    torch.testing.assert_close(kept_lead(gap, far_from=2), torch.tensor([0.0, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(wrong_way_share(gap), torch.tensor([0.25, 0.0], dtype=torch.float64))
+    b_m = similar_token_score(torch.arange(128.0), rope_frequencies(32, base=10.0))  # B_0 = 16
+    assert abs(kept_lead(b_m, far_from=32).item()) < 0.05 and wrong_way_share(b_m).item() > 0.5
+
+
+def test_kept_lead_and_wrong_way_share_refuse_bad_curves():
+    with pytest.raises(ValueError, match="gap"):
+        kept_lead(torch.tensor([0.0, 1.0, 2.0]), far_from=1)  # no lead at m = 0
+    with pytest.raises(ValueError, match="gap"):
+        wrong_way_share(torch.tensor([1.0]))
+    with pytest.raises(ValueError, match="far_from"):
+        kept_lead(torch.tensor([1.0, 0.5]), far_from=2)
+    with pytest.raises(TypeError, match="gap"):
+        wrong_way_share([1.0, 0.5])
