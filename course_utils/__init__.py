@@ -51,7 +51,7 @@ from .combine import (block_parameters, cosine_spread, effective_rank, nearest_t
 from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share, key_pull, model_four_terms,
                             offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
                             term_subspaces, weight_on_key, without_terms)
-from .display import range_means, rounded, seed_table
+from .display import per_seed_table, range_means, rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
@@ -179,6 +179,7 @@ __all__ = [
     "pair_columns",
     "pair_logits",
     "patchify",
+    "per_seed_table",
     "permutation_gap",
     "position_free_accuracy",
     "position_ids",
@@ -244,4 +245,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.9.0"
+__version__ = "0.9.1"

@@ -90,6 +90,87 @@ def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
     return "\n".join(lines)
 
 
+def per_seed_table(rows, seeds, *, title: str = "", columns=None, decimals=3, signed=()) -> str:
+    """Each seed's own numbers side by side, as text: one row per key of ``rows``, one column per
+    seed (or, with ``columns``, a group of sub-columns per seed), the seeds named in the header.
+
+    rows: {row: {seed: value}}, or with ``columns`` {row: {seed: [value per sub-column]}}; a value
+    is a number, a string printed as it is (a range such as "0.60-0.63"), or None for an empty
+    cell. seeds: the seeds to show, in order (every row needs each). columns: the sub-columns'
+    names, or None. decimals: one number, or one per sub-column. signed: the rows whose numbers
+    carry their sign (differences); -0.0 prints as +0.000. Where seed_table summarises seeds as "mean (min–max)", this shows every seed, for
+    results a lesson reads seed by seed. The text fits 88 columns or raises ValueError.
+    """
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    if not isinstance(rows, dict) or not rows:
+        raise TypeError("rows must be a non-empty dict {row: {seed: value}}")
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise TypeError(f"seeds must be a non-empty list of whole numbers, got {seeds!r:.60}")
+    if columns is not None and (not isinstance(columns, (list, tuple)) or not columns
+                                or not all(isinstance(c, str) for c in columns)):
+        raise TypeError(f"columns must be a non-empty list of names or None, got {columns!r:.60}")
+    if not isinstance(signed, (list, tuple, set, frozenset, dict)) or not all(
+            isinstance(name, str) for name in signed):
+        raise TypeError(f"signed must be a list of row names, got {signed!r:.60}")
+    signed = set(signed)
+    if unknown := signed - set(rows):
+        raise ValueError(f"signed names rows that are not in rows: {sorted(map(str, unknown))}")
+    n_sub = 1 if columns is None else len(columns)
+    if isinstance(decimals, (list, tuple)):
+        if len(decimals) != n_sub:
+            raise ValueError(f"decimals holds {len(decimals)} numbers for {n_sub} sub-columns")
+        decimals = [_validate.integer(d, "decimals", minimum=0, maximum=6) for d in decimals]
+    else:
+        decimals = [_validate.integer(decimals, "decimals", minimum=0, maximum=6)] * n_sub
+
+    def cell(row, value, decimals: int) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (list, tuple)):
+            raise TypeError(f"rows[{row!r}] holds a list: name its sub-columns with columns")
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, torch.Tensor, np.floating)):
+            raise TypeError(f"rows[{row!r}] holds a {type(value).__name__}; cells are numbers, strings or None")
+        number = float(value)
+        if not np.isfinite(number):
+            raise ValueError(f"rows[{row!r}] holds {number}; cells must be finite")
+        return f"{round(number, decimals) + 0.0:{'+' if row in signed else ''}.{decimals}f}"
+
+    cells = {}
+    for row, by_seed in rows.items():
+        if not isinstance(by_seed, dict):
+            raise TypeError(f"rows[{row!r}] must be a dict {{seed: value}}")
+        if missing := [s for s in seeds if s not in by_seed]:
+            raise ValueError(f"rows[{row!r}] has no value for seeds {missing}")
+        cells[str(row)] = []
+        for s in seeds:
+            values = by_seed[s] if columns is not None else [by_seed[s]]
+            if not isinstance(values, (list, tuple)) or len(values) != n_sub:
+                raise ValueError(f"rows[{row!r}][{s}] must hold {n_sub} values, one per name in columns "
+                                 f"{columns}")
+            cells[str(row)] += [cell(row, v, d) for v, d in zip(values, decimals)]
+    # each sub-column as wide as its widest entry, plus two spaces before a seed's group, one inside
+    widths = [max([len(row_cells[i + j * n_sub]) for row_cells in cells.values() for j in range(len(seeds))]
+                  + [len(columns[i]) if columns else 0]) + (2 if i == 0 else 1) for i in range(n_sub)]
+    label = max(len(f"seed {s}") for s in seeds) + 2  # a seed's group is at least as wide as its name
+    widths[0] += max(0, label - sum(widths))
+    widths *= len(seeds)
+    first = max([len(title), *(len(row) for row in cells)])
+    lines = [f"{title:<{first}}" + "".join(f"{'seed ' + str(s):>{sum(widths[:n_sub])}}" for s in seeds)]
+    if columns is not None:
+        lines.append(" " * first + "".join(f"{c:>{w}}" for c, w in zip(list(columns) * len(seeds), widths)))
+    lines += [f"{row:<{first}}" + "".join(f"{c:>{w}}" for c, w in zip(row_cells, widths))
+              for row, row_cells in cells.items()]
+    lines = [line.rstrip() for line in lines]
+    if max(len(line) for line in lines) > 88:
+        raise ValueError("the table is wider than 88 columns: use fewer seeds or columns, shorter names or "
+                         "fewer decimals")
+    return "\n".join(lines)
+
+
 def range_means(curves, ranges, *, baselines=None) -> dict:
     """Curves by position averaged over ranges of positions, ready for ``seed_table``.
 

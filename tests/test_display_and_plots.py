@@ -11,7 +11,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils import attention_heatmap, causal_mask, range_means, rounded, seed_table  # noqa: E402
+from course_utils import (attention_heatmap, causal_mask, per_seed_table, range_means, rounded,  # noqa: E402
+                          seed_table)
 from tools.execute import execute_lesson  # noqa: E402
 
 
@@ -132,6 +133,46 @@ def test_seed_table_refuses_what_it_cannot_show(results, error, word):
 
     with pytest.raises(error, match=re.escape(word)):
         seed_table(results)
+
+
+def test_per_seed_table_shows_each_seed_with_its_sub_columns_signs_and_strings():
+    text = per_seed_table({"full": {0: [2.1034, 3.8], 1: [2.136, 5.19]},
+                           "sinks - none": {0: [None, -0.0001], 1: [None, 0.0123]},
+                           "range": {0: ["0.60-0.63", None], 1: ["0.61-0.61", None]}},
+                          [0, 1], title="bits", columns=["t<L", "t>=L"], decimals=[3, 2],
+                          signed=["sinks - none"])
+    lines = text.splitlines()
+    assert lines[0].split() == ["bits", "seed", "0", "seed", "1"]
+    assert lines[1].split() == ["t<L", "t>=L", "t<L", "t>=L"]
+    assert lines[2].split() == ["full", "2.103", "3.80", "2.136", "5.19"]
+    assert lines[3].split() == ["sinks", "-", "none", "+0.00", "+0.01"]  # -0.0001 rounds to +0.00
+    assert lines[4].split() == ["range", "0.60-0.63", "0.61-0.61"]
+    # the seed names sit above their own groups: right-aligned with each group's last column
+    assert lines[0].index("seed 0") + len("seed 0") == lines[1].index("t>=L") + len("t>=L")
+    assert lines[0].rstrip().endswith("seed 1") and len(lines[0]) == len(lines[2])
+    # one value per seed, no sub-columns; only the seeds asked for, in their order
+    assert per_seed_table({"a": {3: 0.5, 4: 0.25, 5: 1.0}}, [5, 3], decimals=1).splitlines() == [
+        "   seed 5  seed 3", "a     1.0     0.5"]
+
+
+@pytest.mark.parametrize("kwargs, error, word", [
+    (dict(rows={}, seeds=[0]), TypeError, "rows"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[]), TypeError, "seeds"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[True]), TypeError, "seeds"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[0, 1]), ValueError, "rows['a'] has no value for seeds [1]"),
+    (dict(rows={"a": {0: [1.0]}}, seeds=[0], columns=["x", "y"]), ValueError, "rows['a'][0]"),
+    (dict(rows={"a": {0: [1.0, 2.0]}}, seeds=[0], columns=["x", "y"], decimals=[1]), ValueError, "decimals"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[0], decimals=7), ValueError, "decimals"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[0], signed=["b"]), ValueError, "signed"),
+    (dict(rows={"a": {0: float("inf")}}, seeds=[0]), ValueError, "finite"),
+    (dict(rows={"a": {0: True}}, seeds=[0]), TypeError, "rows['a']"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[0], columns="x"), TypeError, "columns"),
+    (dict(rows={"a": {0: 1.0}}, seeds=[0], title=3), TypeError, "title"),
+    (dict(rows={"a": {s: 1.0 for s in range(12)}}, seeds=list(range(12))), ValueError, "88 columns"),
+])
+def test_per_seed_table_refuses_what_it_cannot_show(kwargs, error, word):
+    with pytest.raises(error, match=re.escape(word)):
+        per_seed_table(**kwargs)
 
 
 def test_range_means_averages_each_seeds_curve_over_each_range():

@@ -1699,6 +1699,16 @@ CASES: dict[str, Case] = {
             gap=st.builds(lambda seed: torch.randn(3, n, generator=torch.Generator().manual_seed(seed)).abs()
                           .index_fill(1, torch.tensor([0]), 1.0), seeds)))),
         dict(gap=ANY), lambda kw, out: shape_is(*kw["gap"].shape[:-1])(out) and bool(((out >= 0) & (out <= 1)).all())),
+    "per_seed_table": Case(
+        st.integers(1, 3).flatmap(lambda n_sub: st.fixed_dictionaries(dict(
+            rows=st.dictionaries(st.sampled_from(["rope", "alibi", "none"]), st.fixed_dictionaries({
+                s: st.lists(st.one_of(st.floats(-9, 9), st.none(), st.just("0.1-0.2")), min_size=n_sub,
+                            max_size=n_sub) for s in (0, 1)}), min_size=1, max_size=3),
+            seeds=st.just([0, 1]), columns=st.just([f"c{i}" for i in range(n_sub)]),
+            decimals=st.integers(0, 3), signed=st.just(())))),
+        dict(rows=ANY, seeds=ANY, title=Text(), columns=ANY, decimals=ANY, signed=ANY),
+        lambda kw, out: isinstance(out, str) and len(out.splitlines()) == len(kw["rows"]) + 2
+        and all(len(line) <= 88 for line in out.splitlines())),
     "range_means": Case(
         st.integers(2, 12).flatmap(lambda n: st.fixed_dictionaries(dict(
             curves=st.dictionaries(st.sampled_from(["rope", "alibi"]), st.lists(st.builds(
