@@ -88,6 +88,25 @@ MISTAKES = {
     "l14_next_character_windows": "    index = starts[:, None] + torch.arange(length)\n"
                                   "    return ids[index], ids[index]  # targets not shifted",
     "l14_last_context": "    return tokens[max(0, t - context):t]  # ends at t - 1",
+    "l15_llama3_frequencies": "    return omega / factor  # every band divided, as PI",
+    "l15_absorbed_scores": "    q_latent = torch.einsum(\"shd,hdr->hsr\", q_nope, w_uk)\n"
+                           "    return q_latent @ latent.T / math.sqrt(q_nope.shape[-1])  # the softmax's scale",
+    "l15_position_ids": "    return torch.arange(document_ids.shape[1]).expand_as(document_ids).clone()  # never resets",
+    "l16_mrope_positions": "    columns, start = [], 0\n"
+                           "    for kind, *size in segments:\n"
+                           "        if kind == \"text\":\n"
+                           "            columns += [(p, p, p) for p in range(start, start + size[0])]\n"
+                           "            start += size[0]\n"
+                           "            continue\n"
+                           "        t, h, w = size\n"
+                           "        columns += [(start + i, start + j, start + k)\n"
+                           "                    for i in range(t) for j in range(h) for k in range(w)]\n"
+                           "        start += t * h * w  # one per token, not one past the largest\n"
+                           "    return torch.tensor(columns, dtype=torch.long).T",
+    "l16_stream_mask": "    t = torch.arange(n)\n    offset = t[:, None] - t[None, :]\n"
+                       "    return (offset >= 0) & ((offset <= window) | (t[None, :] < sinks))  # window + 1 keys",
+    "l16_llama4_scale": "    count = positions.to(torch.float64) + 1\n"
+                        "    return 1.0 + attn_scale * torch.log1p(count / floor_scale)  # no floor",
 }
 # CI autogrades lesson 01 (fast) and lesson 09 (trains); `make grade-check` sets COURSE_GRADE_ALL=1
 # and autogrades every lesson.
