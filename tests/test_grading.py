@@ -184,6 +184,14 @@ def reference_answers(lesson) -> dict[str, str]:
             for cell in teacher.cells if cell.metadata.get("nbgrader", {}).get("solution")}
 
 
+def test_every_exercise_of_every_lesson_has_a_mistake_for_grade_check():
+    """`make grade-check` autogrades each exercise with its typical mistake; CI autogrades only
+    lessons 01 and 09, so this cheap test keeps the list complete for the others (lessons 15 and
+    16 once went without)."""
+    exercises = sorted(g for lesson in LESSONS for g in reference_answers(lesson))
+    assert exercises == sorted(MISTAKES)
+
+
 @pytest.mark.parametrize("lesson", GRADED, ids=lambda p: p.name)
 def test_autograde_gives_zero_full_and_all_but_the_mistake(course, lesson):
     api, root = course
