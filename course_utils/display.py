@@ -98,8 +98,9 @@ def per_seed_table(rows, seeds, *, title: str = "", columns=None, decimals=3, si
     is a number, a string printed as it is (a range such as "0.60-0.63"), or None for an empty
     cell. seeds: the seeds to show, in order (every row needs each). columns: the sub-columns'
     names, or None. decimals: one number, or one per sub-column. signed: the rows whose numbers
-    carry their sign (differences); -0.0 prints as +0.000. Where seed_table summarises seeds as "mean (min–max)", this shows every seed, for
-    results a lesson reads seed by seed. The text fits 88 columns or raises ValueError.
+    carry their sign (differences); -0.0 prints as +0.000. Where seed_table summarises seeds as
+    "mean (min–max)", this shows every seed, for results a lesson reads seed by seed. Returns the
+    text, at most 88 columns wide (wider raises ValueError).
     """
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
@@ -134,6 +135,8 @@ def per_seed_table(rows, seeds, *, title: str = "", columns=None, decimals=3, si
             raise TypeError(f"rows[{row!r}] holds a list: name its sub-columns with columns")
         if isinstance(value, bool) or not isinstance(value, (numbers.Real, torch.Tensor, np.floating)):
             raise TypeError(f"rows[{row!r}] holds a {type(value).__name__}; cells are numbers, strings or None")
+        if isinstance(value, torch.Tensor) and value.numel() != 1:
+            raise TypeError(f"rows[{row!r}] holds a tensor of shape {tuple(value.shape)}; a cell is one number")
         number = float(value)
         if not np.isfinite(number):
             raise ValueError(f"rows[{row!r}] holds {number}; cells must be finite")

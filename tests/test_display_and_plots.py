@@ -166,6 +166,7 @@ def test_per_seed_table_shows_each_seed_with_its_sub_columns_signs_and_strings()
     (dict(rows={"a": {0: 1.0}}, seeds=[0], signed=["b"]), ValueError, "signed"),
     (dict(rows={"a": {0: float("inf")}}, seeds=[0]), ValueError, "finite"),
     (dict(rows={"a": {0: True}}, seeds=[0]), TypeError, "rows['a']"),
+    (dict(rows={"a": {0: torch.ones(2)}}, seeds=[0]), TypeError, "rows['a'] holds a tensor of shape (2,)"),
     (dict(rows={"a": {0: 1.0}}, seeds=[0], columns="x"), TypeError, "columns"),
     (dict(rows={"a": {0: 1.0}}, seeds=[0], title=3), TypeError, "title"),
     (dict(rows={"a": {s: 1.0 for s in range(12)}}, seeds=list(range(12))), ValueError, "88 columns"),
