@@ -91,9 +91,10 @@ lab: $(STAMP)
 NO_BROWSER_NOTE := command -v chromium > /dev/null || echo "NOTE: chromium is not installed, so the real-browser test (tests/test_browser.py) will be SKIPPED; install it with: sudo apt-get install chromium"
 
 # Stored outputs reproduce bit for bit on x86-64 CPUs with AVX2 whose numerics fingerprint equals
-# that of the CPU that executed the lesson (tools/execute.py records it in the notebook's metadata;
-# tools/fingerprint.py; course_utils/session.py pins the kernels; an Intel Xeon was found to differ
-# from the AMD EPYCs, README). Those lessons are checked twice under strict nbval: with one OpenMP
+# the lines the lesson recorded (tools/execute.py records them in the notebook's metadata;
+# tools/fingerprint.py; course_utils/session.py pins the kernels, course_utils/reproducible.py
+# makes the float32 arithmetic the same on Intel and AMD; the float64 line, recorded only by
+# lessons that fit a probe, differs by vendor, README). Those lessons are checked twice under strict nbval: with one OpenMP
 # thread (the pinned set-up) and with two, so no stored number depends on how many threads the math
 # libraries use. The other lessons (all of them on arm64: Apple silicon, Linux on ARM) run in lax
 # mode (every cell runs without error), `make test` says so in one line, and every other test runs,

@@ -20,7 +20,7 @@ table):
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
              attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
-             rope_base, rope_precision, qk_norm, mla, interleaving
+             rope_base, rope_precision, qk_norm, mla, interleaving, reproducible
                                             position math and measurements, free of models
     floor 3  models, vit, input_codes       the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
@@ -51,7 +51,7 @@ from .combine import (block_parameters, cosine_spread, effective_rank, nearest_t
 from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share, key_pull, model_four_terms,
                             offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
                             term_subspaces, weight_on_key, without_terms)
-from .display import per_seed_table, range_means, rounded, seed_table
+from .display import magnitude, per_seed_table, range_means, rounded, seed_table
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
@@ -66,6 +66,7 @@ from .plots import (attention_heatmap, code_heatmap, four_term_heatmaps, layer_c
                     similarity_vs_offset)
 from .position_free import most_frequent_earlier, position_free_accuracy
 from .probes import linear_probe, logistic_probe, variance_explained
+from .reproducible import AdamW
 from .relative import commuting_map, fit_offset_map, least_squares_map, offset_matrix
 from .rope import rope_decay_bound, rope_decode_step, rope_permutation, rope_rotate
 from .rope_config import llama3_bands, rope_frequencies_from_config
@@ -90,6 +91,7 @@ from .vit import TinyViT, ViTConfig
 from .zoo import budget_report, pretrained, zoo_manifest
 
 __all__ = [
+    "AdamW",
     "accuracy_by_position",
     "add_learned_code",
     "alibi_bias",
@@ -150,6 +152,7 @@ __all__ = [
     "logistic_probe",
     "long_context_scale",
     "loss_by_position",
+    "magnitude",
     "make_batch",
     "matrix_heatmap",
     "mla_cache_elements",
@@ -245,4 +248,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.9.1"
+__version__ = "0.10.0"

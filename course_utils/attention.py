@@ -11,6 +11,7 @@ import math
 import torch
 
 from . import _validate
+from .reproducible import matmul
 
 
 def causal_mask(n: int) -> torch.Tensor:
@@ -85,9 +86,9 @@ def scaled_dot_product(q, k, v, mask=None, bias=None):
     Returns (output [..., n_q, d_v], weights [..., n_q, n_k], logits [..., n_q, n_k]); the logits
     are q k^T / sqrt(d_k) plus ``bias`` (a score bias such as ALiBi's), before the mask.
     """
-    logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    logits = matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
     if bias is not None:
         logits = logits + bias
     scores = logits if mask is None else logits.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights, logits
+    return matmul(weights, v), weights, logits

@@ -38,6 +38,27 @@ def rounded(values, decimals: int = 4):
     return result.tolist() if result.ndim else float(result)
 
 
+def magnitude(value, *, rounding: float = 1e-12) -> str:
+    """A difference or error as text: ``"< 1e-12"`` (the bound ``rounding``) when it is below
+    it, else its size to two digits, e.g. ``"2.4e+00"``.
+
+    A quantity that is zero up to rounding prints as that bound, never as digits: round-off's
+    digits depend on the order in which the math library summed, which differs between CPUs.
+    Use rounding=1e-12 for float64 work and about 1e-5 for float32 logits.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"value must be one number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    rounding = _validate.real(rounding, "rounding", positive=True)
+    value = float(value)
+    if np.isnan(value):
+        return "nan"
+    return f"< {rounding:.0e}" if abs(value) < rounding else f"{value:.1e}"
+
+
 def seed_table(results, *, decimals: int = 3, row_label: str = "") -> str:
     """A trained result on several seeds, as text: one row per key of ``results``, one column per
     key of its inner mapping, each cell "mean (min–max)" over the seeds.

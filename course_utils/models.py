@@ -24,6 +24,7 @@ from torch import nn
 from . import _validate, input_codes
 from ._deprecation import moved
 from .attention import causal_mask, scaled_dot_product
+from .reproducible import Linear
 from .biases import RelativeBias, alibi_bias, checked_slopes
 from .encodings import LAYOUTS
 from .extension import RopeScaling, rope_frequencies
@@ -213,8 +214,8 @@ class SelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int):
         super().__init__()
         self.n_heads = n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.qkv = Linear(d_model, 3 * d_model)
+        self.out = Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
                 rotate=None, fused: bool = False, query_scale: torch.Tensor | None = None):
@@ -239,7 +240,7 @@ class Block(nn.Module):
         self.ln_attention = nn.LayerNorm(d_model)
         self.attention = SelfAttention(d_model, n_heads)
         self.ln_mlp = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.mlp = nn.Sequential(Linear(d_model, d_ff), nn.GELU(), Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, bias: torch.Tensor | None = None,
                 rotate=None, fused: bool = False, query_scale: torch.Tensor | None = None):
@@ -278,7 +279,7 @@ class TinyTransformer(nn.Module):
             d_ff = config.d_ff or 4 * d
             self.blocks = nn.ModuleList(Block(d, config.n_heads, d_ff) for _ in range(config.n_layers))
             self.ln_final = nn.LayerNorm(d)
-            self.head = nn.Linear(d, config.n_outputs or config.vocab_size)
+            self.head = Linear(d, config.n_outputs or config.vocab_size)
 
     def embed(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
         """The residual stream entering the first block: tokens [batch, n] → [batch, n, d_model].

@@ -51,10 +51,11 @@ _MATPLOTLIB_DEFAULTS = {
 #   the AVX2 hashes (MKL keeps its AVX-512 code for Intel chips). MKL promises the AVX2 branch's
 #   bits on Intel CPUs with AVX2 only: its developer guide ("Getting Started with Conditional
 #   Numerical Reproducibility") says a non-Intel CPU runs the AUTO branch under that setting, and
-#   only COMPATIBLE is promised on both. Measured on an Intel Xeon (2026-11-25): matmul, attention,
-#   LayerNorm and log-softmax match the AMD hashes, AdamW training and the float64 fit do not
-#   (tools/fingerprint.py --detail takes them apart), so `make test` checks a lesson strictly
-#   only where the fingerprint equals the one recorded by the CPU that executed it.
+#   only COMPATIBLE is promised on both. Measured on an Intel Xeon and an AMD EPYC (2026-11-27):
+#   the AdamW square root, float32 products of a few shapes and every float64 product differ;
+#   reproducible.py computes the first two the same way on both vendors, and `make test` checks
+#   a lesson strictly where this CPU's fingerprint equals the lines the lesson recorded (the
+#   float64 line only for lessons that fit a probe).
 # - ONEDNN_MAX_CPU_ISA=AVX2 and ATEN_CPU_CAPABILITY=avx2: oneDNN's and torch's own AVX2 kernels,
 #   never their AVX-512 ones.
 # A CPU without AVX2 (or not x86-64: an Apple-silicon Mac, Linux on ARM, where torch uses other
@@ -93,8 +94,8 @@ def _has_avx2() -> bool:
 
 def reproduces_stored_outputs() -> bool:
     """True where the lessons' stored numbers can be expected bit for bit: an x86-64 CPU with AVX2,
-    on which `pin_numerics` fixes the AVX2 code paths. Necessary, not sufficient: an Intel Xeon
-    computes AdamW differently from the AMD CPUs that made the outputs (tools.fingerprint decides)."""
+    on which `pin_numerics` fixes the AVX2 code paths. Necessary, not sufficient: the probes'
+    float64 products differ between Intel and AMD CPUs (tools.fingerprint decides per lesson)."""
     return _has_avx2()
 
 

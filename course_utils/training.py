@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from . import _validate
 from .models import TinyTransformer
+from .reproducible import AdamW
 from .tasks import TASKS, Batch, make_batch, n_classes, scored_accuracy
 from .text import _ids, text_batch
 from .vit import TinyViT, checked_images
@@ -233,16 +234,17 @@ class _Unchecked(nn.Module):
         return self.model._run(inputs)
 
 
-def _optimiser(params: dict, lr: float, weight_decay: float, *, stacked: bool = False, **options):
-    """AdamW over ``params`` {name: tensor} (``stacked``: each with a leading [models] axis).
-    Weight decay, if any, applies to the matrices and tables, not to biases and LayerNorm gains,
-    as GPT-2 and nanoGPT train."""
+def _optimiser(params: dict, lr: float, weight_decay: float, *, stacked: bool = False):
+    """The course's AdamW (reproducible.py: torch's update with a correctly rounded square root)
+    over ``params`` {name: tensor} (``stacked``: each with a leading [models] axis). Weight
+    decay, if any, applies to the matrices and tables, not to biases and LayerNorm gains, as
+    GPT-2 and nanoGPT train."""
     if not weight_decay:
-        return torch.optim.AdamW(params.values(), lr=lr, weight_decay=0.0, **options)
+        return AdamW(params.values(), lr=lr, weight_decay=0.0)
     matrix = [p.ndim - stacked >= 2 for p in params.values()]
     groups = [{"params": [p for p, m in zip(params.values(), matrix) if m], "weight_decay": weight_decay},
               {"params": [p for p, m in zip(params.values(), matrix) if not m], "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, **options)
+    return AdamW(groups, lr=lr)
 
 
 def _train_side_by_side(models, source: _Source, generators, lr: float, weight_decay: float, schedule: str,
@@ -257,7 +259,7 @@ def _train_side_by_side(models, source: _Source, generators, lr: float, weight_d
         return functional_call(template, ({names[k]: v for k, v in p.items()},
                                           {"model." + k: v for k, v in b.items()}), (x,))
 
-    optimiser = _optimiser(params, lr, weight_decay, stacked=True, foreach=True)
+    optimiser = _optimiser(params, lr, weight_decay, stacked=True)
     scheduler = _schedule(optimiser, schedule, steps)
     histories = [History() for _ in models]
     for _ in tqdm(range(steps), desc=source.desc, disable=not progress, leave=False):

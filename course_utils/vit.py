@@ -18,6 +18,7 @@ from .encodings import sinusoidal_encoding
 from .grid_codes import (checked_d_model_2d, checked_grid, checked_spacing, grid_positions, resize_table,
                          rope_tables_2d, sinusoidal_encoding_2d)
 from .models import Block
+from .reproducible import Linear
 from .rope import rotate_pairs
 
 GRID_CODES = ("none", "sinusoidal_1d", "sinusoidal_2d", "learned", "rope_2d")
@@ -125,12 +126,12 @@ class TinyViT(nn.Module):
         d_ff, patch_dim = config.d_ff or 4 * d, config.patch_dim
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.patch_embedding = nn.Linear(patch_dim, d)
+            self.patch_embedding = Linear(patch_dim, d)
             self.table = (nn.Parameter(0.02 * torch.randn(self.grid[0] * self.grid[1], d))
                           if self.position == "learned" else None)
             self.blocks = nn.ModuleList(Block(d, n_heads, d_ff) for _ in range(n_layers))
             self.ln_final = nn.LayerNorm(d)
-            self.head = nn.Linear(d, n_classes)
+            self.head = Linear(d, n_classes)
 
     def _where(self, grid, spacing) -> tuple[tuple[int, int], float]:
         grid = self.grid if grid is None else checked_grid(grid)

@@ -146,15 +146,27 @@ def test_logistic_probe_with_one_class_in_the_fitted_rows_predicts_it():
     assert logistic_probe(x, torch.full((6,), 4)).train_accuracy == 1.0
 
 
-def test_logistic_probe_refuses_to_report_an_unfinished_fit(monkeypatch):
-    """If L-BFGS stops before converging, the accuracy would depend on where it stopped: refused,
-    naming the features, and no ConvergenceWarning leaks."""
+def test_logistic_probe_says_when_a_fit_is_unfinished(monkeypatch):
+    """If L-BFGS stops before converging, the accuracy would depend on where it stopped: a
+    RuntimeWarning names the features, the result says converged=False, and the lesson goes on."""
     monkeypatch.setattr(probes, "LOGISTIC_MAX_ITER", 1)
+    monkeypatch.setattr(probes, "LOGISTIC_ROUNDS", 2)
     x, y = along_a_line(classes=5, per_class=20)
+    with pytest.warns(RuntimeWarning, match="features.*did not converge within 2 iterations"):
+        result = logistic_probe(x, y)
+    assert result.converged is False
+
+
+def test_logistic_probe_takes_more_rounds_before_giving_up(monkeypatch):
+    """A fit that needs more than LOGISTIC_MAX_ITER iterations gets further rounds: with 5
+    iterations a round it still converges, silently, to the answer one long round gives."""
+    x, y = along_a_line(classes=5, per_class=20)
+    full = logistic_probe(x, y)
+    monkeypatch.setattr(probes, "LOGISTIC_MAX_ITER", 5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError, match="features.*did not converge"):
-            logistic_probe(x, y)
+        rounds = logistic_probe(x, y)
+    assert rounds.converged and rounds == full
 
 
 @pytest.mark.parametrize("noise, classes", [(1.0, 16), (3.0, 8), (0.3, 5)])
@@ -171,7 +183,8 @@ def test_logistic_probe_fits_scikit_learns_objective(noise, classes):
     x = centres[y] + noise * torch.randn(600, 12, generator=g, dtype=torch.float64)
     fit, _ = probes._split(600, 0.5, 0)
     standard = probes._standardised(x, fit)
-    weights, bias = probes._fit_logistic(standard[fit], y[fit], classes)
+    weights, bias, converged = probes._fit_logistic(standard[fit], y[fit], classes)
+    assert converged
     reference = LogisticRegression(C=probes.LOGISTIC_C, max_iter=20_000, tol=1e-12)
     reference.fit(standard[fit].numpy(), y[fit].numpy())
     def objective(w, b):

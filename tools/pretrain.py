@@ -276,10 +276,11 @@ def _baselines(experiment: str) -> dict:
 
 
 def numerics() -> dict:
-    """The CPU and its numerics fingerprint (tools/fingerprint.py): a checkpoint's bytes are promised
-    again only where the fingerprint is the same (MKL's AVX2 branch is Intel's; on other CPUs MKL
-    documents that it may take another path, and AdamW was measured to differ, 2026-11-25)."""
-    return {"cpu": fingerprint.cpu(), "fingerprint": fingerprint.fingerprint()}
+    """The CPU and its float32 numerics fingerprint (tools/fingerprint.py; training uses no
+    float64 products): a checkpoint's bytes are promised again where those lines are the same,
+    which they are on Intel and AMD CPUs with AVX2 (course_utils/reproducible.py)."""
+    return {"cpu": fingerprint.cpu(), "fingerprint": {
+        name: value for name, value in fingerprint.fingerprint().items() if name in fingerprint.FLOAT32_LINES}}
 
 
 def _name(experiment: str, position: str, seed: int) -> str:
@@ -402,7 +403,7 @@ def check(name: str, *, zoo_dir: Path = ZOO_DIR) -> int:
     print(f"{name}: re-trained in {result['seconds']:.0f} s (group of seeds {list(job[2])}); sha256 {digest} "
           f"{'equals' if same else 'DIFFERS FROM'} the shipped {entry['sha256']}; metrics {metrics}")
     made_on, here = entry.get("numerics"), numerics()
-    if not same and made_on and made_on["fingerprint"] != here["fingerprint"]:
+    if not same and made_on and not fingerprint.reproduces(made_on["fingerprint"], here["fingerprint"]):
         moved = sorted(k for k, v in here["fingerprint"].items() if made_on["fingerprint"].get(k) != v)
         print(f"note: this CPU ({here['cpu']}) computes {', '.join(moved)} differently from the one that made "
               f"{name} ({made_on['cpu']}): its bytes are promised only where the fingerprint matches")
