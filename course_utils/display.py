@@ -54,8 +54,8 @@ def magnitude(value, *, rounding: float = 1e-12) -> str:
         raise TypeError(f"value must be a real number, got {type(value).__name__}")
     rounding = _validate.real(rounding, "rounding", positive=True)
     value = float(value)
-    if np.isnan(value):
-        return "nan"
+    if not np.isfinite(value):
+        raise ValueError(f"value must be finite (a size of a difference), got {value}")
     return f"< {rounding:.0e}" if abs(value) < rounding else f"{value:.1e}"
 
 

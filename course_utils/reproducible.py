@@ -37,6 +37,30 @@ def correctly_rounded_sqrt(x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(np.sqrt(x.detach().contiguous().numpy()))
 
 
+def _checked_params(params) -> list:
+    """``params`` as a list: float32 leaf tensors, or parameter groups (dicts with "params")."""
+    if isinstance(params, (torch.Tensor, str, bytes, dict)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be an iterable of tensors or of parameter groups (dicts), "
+                        f"got {type(params).__name__}")
+    params = list(params)
+    if not params:
+        raise ValueError("params must hold at least one tensor")
+    for item in params:
+        tensors = item.get("params") if isinstance(item, dict) else [item]
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        if not isinstance(tensors, (list, tuple)) or not tensors:
+            raise TypeError("params: each parameter group must be a dict whose 'params' is a list "
+                            "of tensors")
+        for tensor in tensors:
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"params must hold tensors, got {type(tensor).__name__}")
+            if tensor.dtype != torch.float32 or tensor.is_sparse or not tensor.is_leaf:
+                raise TypeError(f"params must hold dense float32 leaf tensors (weights), got a "
+                                f"{'non-leaf ' if not tensor.is_leaf else ''}{tensor.dtype} tensor")
+    return params
+
+
 class AdamW(torch.optim.Optimizer):
     """AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019) as
     ``torch.optim.AdamW`` computes it, operation for operation, but with a correctly rounded
@@ -46,6 +70,8 @@ class AdamW(torch.optim.Optimizer):
     p ← p·(1 − lr·weight_decay); m ← m + (g − m)(1 − β₁); v ← β₂v + (1 − β₂)g²;
     p ← p − lr/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + eps).
     Parameter groups, ``lr`` changes by a scheduler and ``zero_grad`` work as in torch.
+    params: float32 leaf tensors or parameter groups; lr at most 1 and weight_decay · lr below 1
+    (the limits ``train`` sets).
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -55,13 +81,20 @@ class AdamW(torch.optim.Optimizer):
         weight_decay = _validate.real(weight_decay, "weight_decay")
         if weight_decay < 0:
             raise ValueError(f"weight_decay must be 0 or more, got {weight_decay}")
+        if lr > 1:
+            raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), "
+                             f"got {lr}")
+        if weight_decay * lr >= 1:
+            raise ValueError(f"weight_decay · lr must be below 1 (each step shrinks the weights by "
+                             f"that share), got {weight_decay} · {lr}")
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         for i, beta in enumerate(betas):
             beta = _validate.real(beta, f"betas[{i}]")
             if not 0 <= beta < 1:
                 raise ValueError(f"betas[{i}] must be in [0, 1), got {beta}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        super().__init__(_checked_params(params),
+                         dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -75,8 +108,8 @@ class AdamW(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                if p.grad.is_sparse or p.dtype != torch.float32:
-                    raise TypeError("AdamW updates dense float32 parameters only")
+                if p.grad.is_sparse or p.grad.dtype != torch.float32:
+                    raise TypeError("params: AdamW updates with dense float32 gradients only")
                 state = self.state[p]
                 if not state:
                     state["step"] = 0

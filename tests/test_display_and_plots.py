@@ -195,3 +195,20 @@ def test_range_means_checks_its_arguments():
         range_means({"a": torch.zeros(4)}, {"all": (0, 4)})
     with pytest.raises(TypeError, match="baselines"):
         range_means({"a": curve}, {"all": (0, 4)}, baselines=[torch.zeros(4)])
+
+
+def test_magnitude_prints_round_off_as_a_bound_and_real_differences_as_digits():
+    from course_utils import magnitude
+
+    assert magnitude(3.3e-16) == "< 1e-12" and magnitude(0.0) == "< 1e-12"
+    assert magnitude(2.41) == "2.4e+00" and magnitude(-68.77) == "-6.9e+01"
+    assert magnitude(3e-6, rounding=1e-5) == "< 1e-05" and magnitude(2e-5, rounding=1e-5) == "2.0e-05"
+    assert magnitude(torch.tensor(4.4e-16, dtype=torch.float64)) == "< 1e-12"
+    with pytest.raises(ValueError, match="value must be finite"):
+        magnitude(float("nan"))
+    with pytest.raises(ValueError, match="value must be one number"):
+        magnitude(torch.zeros(2))
+    with pytest.raises(TypeError, match="value must be a real number"):
+        magnitude("1e-3")
+    with pytest.raises(ValueError, match="rounding"):
+        magnitude(1.0, rounding=0)

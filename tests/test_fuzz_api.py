@@ -873,6 +873,16 @@ def _tiny_transformer(*, config, seed, tokens, start):
     return TinyTransformer(config, seed=seed)(tokens, start=start)
 
 
+def _adamw_step(**kwargs):
+    """One AdamW step with a gradient of ones on every parameter; the first parameter after it."""
+    optimiser = cu.AdamW(**kwargs)
+    tensors = [t for group in optimiser.param_groups for t in group["params"]]
+    for tensor in tensors:
+        tensor.grad = torch.ones_like(tensor)
+    optimiser.step()
+    return tensors[0].detach()
+
+
 def _relative_bias(*, n_heads, max_distance, n):
     return cu.RelativeBias(n_heads, max_distance)(n)
 
@@ -1680,6 +1690,17 @@ CASES: dict[str, Case] = {
         dict(d=Size(1), original_max_len=ANY, base=Real(positive=True), beta_fast=Real(positive=True),
              beta_slow=Real(positive=True)),
         _expect_pair_values(lambda out: ((out >= 0) & (out <= 1)).all())),
+    "AdamW": Case(
+        st.fixed_dictionaries(dict(
+            params=st.builds(lambda seed: [torch.nn.Parameter(_seeded(seed, 3, 2).float())], seeds),
+            lr=st.floats(1e-4, 1), betas=st.sampled_from([(0.9, 0.999), (0.0, 0.5)]),
+            eps=st.floats(1e-10, 1e-3), weight_decay=st.floats(0, 0.5))),
+        dict(params=ANY, lr=Real(positive=True), betas=ANY, eps=Real(positive=True), weight_decay=Real()),
+        lambda kw, out: isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()), call=_adamw_step),
+    "magnitude": Case(
+        st.fixed_dictionaries(dict(value=st.floats(-1e3, 1e3), rounding=st.floats(1e-15, 1))),
+        dict(value=ANY, rounding=Real(positive=True)),
+        lambda kw, out: isinstance(out, str) and (out.startswith("< ") or "e" in out)),
     "rounded": Case(
         st.fixed_dictionaries(dict(values=st.one_of(st.floats(-10, 10), st.lists(st.floats(-10, 10), max_size=4),
                                                     st.builds(lambda s: _seeded(s, 2, 3), seeds)),
