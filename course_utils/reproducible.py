@@ -1,22 +1,24 @@
 """Arithmetic that gives the same bytes on every x86-64 CPU with AVX2, Intel or AMD.
 
-`import course_utils` pins the math libraries' code paths (session.py), and under those pins an
-Intel Xeon and an AMD EPYC compute the course's forward passes and gradients bit for bit alike,
-with three exceptions, each measured operation by operation (../shared/tools/op_hashes.py):
+`import course_utils` pins the math libraries' code paths (session.py). Under those pins
+an Intel Xeon and an AMD EPYC computed the course's forward passes and gradients alike,
+except for three things, each found operation by operation
+(../shared/tools/op_hashes.py, and tools/as_amd.py, which makes MKL take its AMD paths
+on an Intel machine):
 
-- **the square root in the AdamW update.** torch's float32 ``sqrt`` goes through MKL's vector
-  math, which on an AMD EPYC is not correctly rounded (about 16 % of results differ in the last
-  bit); on the Xeon it is. ``AdamW`` below is torch's update, operation for operation, with the
-  square root taken by NumPy, which the IEEE standard makes correctly rounded everywhere. It
-  gives the Xeon's bytes from torch's own AdamW, so nothing trained on the Xeon changes.
-- **float32 products of certain shapes** (``linear`` below): MKL sums a long product in blocks,
-  and for a contraction of 193 to 383 terms the two vendors cut it differently (the Xeon sums
-  256 terms in one run, an AMD in two halves); tiny products take a vendor-specific small-matrix
-  path. ``linear`` routes those shapes through MKL calls whose shapes both vendors compute the
-  same way, and adds them so that the result is the Xeon's, bit for bit.
-- **float64 products** (the logistic probe's): MKL's double-precision kernels differ by vendor
-  at every shape tried. ``dot64`` and ``mm64`` compute them with no BLAS at all, from elementwise
-  products and torch's own sums, whose order depends only on the shapes.
+- **The square root in the AdamW update.** torch's float32 ``sqrt`` goes through MKL's
+  vector math, which on an AMD EPYC is not correctly rounded (about 16 % of results
+  differ in the last bit); on the Xeon it is. ``AdamW`` is torch's update, operation for
+  operation, with NumPy's square root, which IEEE 754 makes correctly rounded
+  everywhere. It gives the Xeon's bytes from torch's own AdamW, so nothing trained there
+  changes.
+- **float32 products of some shapes.** MKL sums a 193- to 256-term product in one run on
+  the Xeon and in two halves on an AMD; odd lengths up to 383 and results with under 4
+  rows or 12 columns also take vendor-specific paths. ``linear`` and ``matmul`` send
+  those shapes through MKL calls that both vendors compute alike, arranged so that the
+  result is the Xeon's, bit for bit (``_product``).
+- **float64 products.** MKL's double-precision kernels differ by vendor at every shape
+  tried. Only the probes use them (probes.py); they are not replaced here.
 """
 
 from __future__ import annotations
@@ -28,20 +30,22 @@ from . import _validate
 
 
 def correctly_rounded_sqrt(x: torch.Tensor) -> torch.Tensor:
-    """The square root of a float32 or float64 CPU tensor, correctly rounded (NumPy's, which is
-    the processor's IEEE square-root instruction). A new contiguous tensor of x's shape."""
+    """The square root of a float32 or float64 CPU tensor x, correctly rounded (NumPy's:
+    the processor's IEEE square-root instruction). A new contiguous tensor like x."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in (torch.float32, torch.float64) or x.device.type != "cpu":
-        raise TypeError(f"x must be a float32 or float64 CPU tensor, got {x.dtype} on {x.device}")
+        raise TypeError(f"x must be a float32 or float64 CPU tensor, got {x.dtype} on "
+                        f"{x.device}")
     return torch.from_numpy(np.sqrt(x.detach().contiguous().numpy()))
 
 
 def _checked_params(params) -> list:
-    """``params`` as a list: float32 leaf tensors, or parameter groups (dicts with "params")."""
-    if isinstance(params, (torch.Tensor, str, bytes, dict)) or not hasattr(params, "__iter__"):
-        raise TypeError(f"params must be an iterable of tensors or of parameter groups (dicts), "
-                        f"got {type(params).__name__}")
+    """``params`` as a list: float32 leaf tensors, or groups (dicts with "params")."""
+    not_a_list = isinstance(params, (torch.Tensor, str, bytes, dict))
+    if not_a_list or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be an iterable of tensors or of parameter groups "
+                        f"(dicts), got {type(params).__name__}")
     params = list(params)
     if not params:
         raise ValueError("params must hold at least one tensor")
@@ -50,129 +54,147 @@ def _checked_params(params) -> list:
         if isinstance(tensors, torch.Tensor):
             tensors = [tensors]
         if not isinstance(tensors, (list, tuple)) or not tensors:
-            raise TypeError("params: each parameter group must be a dict whose 'params' is a list "
-                            "of tensors")
+            raise TypeError("params: each parameter group must be a dict whose "
+                            "'params' is a list of tensors")
         for tensor in tensors:
             if not isinstance(tensor, torch.Tensor):
-                raise TypeError(f"params must hold tensors, got {type(tensor).__name__}")
+                name = type(tensor).__name__
+                raise TypeError(f"params must hold tensors, got {name}")
             if tensor.dtype != torch.float32 or tensor.is_sparse or not tensor.is_leaf:
-                raise TypeError(f"params must hold dense float32 leaf tensors (weights), got a "
-                                f"{'non-leaf ' if not tensor.is_leaf else ''}{tensor.dtype} tensor")
+                kind = f"{'non-leaf ' if not tensor.is_leaf else ''}{tensor.dtype}"
+                raise TypeError(f"params must hold dense float32 leaf tensors "
+                                f"(weights), got a {kind} tensor")
     return params
 
 
 class AdamW(torch.optim.Optimizer):
-    """AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019) as
-    ``torch.optim.AdamW`` computes it, operation for operation, but with a correctly rounded
-    square root (see the module docstring): the same bytes on an Intel and an AMD CPU.
+    """AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019)
+    as ``torch.optim.AdamW`` computes it, operation for operation, but with a correctly
+    rounded square root (see the module docstring): the same bytes on Intel and AMD.
 
     Per parameter p with gradient g, at step t:
     p ← p·(1 − lr·weight_decay); m ← m + (g − m)(1 − β₁); v ← β₂v + (1 − β₂)g²;
     p ← p − lr/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + eps).
-    Parameter groups, ``lr`` changes by a scheduler and ``zero_grad`` work as in torch.
-    params: float32 leaf tensors or parameter groups; lr at most 1 and weight_decay · lr below 1
+    Parameter groups, a scheduler's ``lr`` and ``zero_grad`` work as in torch. params:
+    float32 leaf tensors or parameter groups; lr at most 1 and weight_decay · lr below 1
     (the limits ``train`` sets).
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2):
+    def __init__(self, params, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2):
         lr = _validate.real(lr, "lr", positive=True)
         eps = _validate.real(eps, "eps", positive=True)
         weight_decay = _validate.real(weight_decay, "weight_decay")
         if weight_decay < 0:
             raise ValueError(f"weight_decay must be 0 or more, got {weight_decay}")
         if lr > 1:
-            raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about lr per step), "
-                             f"got {lr}")
+            raise ValueError(f"lr must be at most 1 (AdamW moves every weight by about "
+                             f"lr per step), got {lr}")
         if weight_decay * lr >= 1:
-            raise ValueError(f"weight_decay · lr must be below 1 (each step shrinks the weights by "
-                             f"that share), got {weight_decay} · {lr}")
+            raise ValueError(f"weight_decay · lr must be below 1 (each step shrinks "
+                             f"the weights by that share), got {weight_decay} · {lr}")
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         for i, beta in enumerate(betas):
             beta = _validate.real(beta, f"betas[{i}]")
             if not 0 <= beta < 1:
                 raise ValueError(f"betas[{i}] must be in [0, 1), got {beta}")
-        super().__init__(_checked_params(params),
-                         dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(_checked_params(params), defaults)
 
     @torch.no_grad()
     def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns closure()'s loss, if given."""
+        """One update of each parameter with a gradient; closure()'s loss, if any."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            lr, (beta1, beta2), eps, decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            lr, (beta1, beta2) = group["lr"], group["betas"]
+            eps, decay = group["eps"], group["weight_decay"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 if p.grad.is_sparse or p.grad.dtype != torch.float32:
-                    raise TypeError("params: AdamW updates with dense float32 gradients only")
+                    raise TypeError("params: AdamW takes dense float32 gradients only")
                 state = self.state[p]
                 if not state:
                     state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    for name in ("exp_avg", "exp_avg_sq"):
+                        state[name] = torch.zeros_like(
+                            p, memory_format=torch.preserve_format)
                 state["step"] += 1
-                step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                step = state["step"]
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 if decay != 0:
                     p.mul_(1 - lr * decay)
                 exp_avg.lerp_(p.grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
                 step_size = lr / (1 - beta1 ** float(step))
-                denominator = (correctly_rounded_sqrt(exp_avg_sq) / (1 - beta2 ** float(step)) ** 0.5).add_(eps)
+                root = correctly_rounded_sqrt(exp_avg_sq)
+                denominator = (root / (1 - beta2 ** float(step)) ** 0.5).add_(eps)
                 p.addcdiv_(exp_avg, denominator, value=-step_size)
         return loss
 
 
-# MKL's float32 products on an Intel and an AMD CPU (measured with op_hashes.py's lines and a
-# sweep of shapes [m, k] @ [k, n] in every layout): the same bytes when the result has at least
-# SMALL_ROWS rows and SMALL_COLUMNS columns and the contraction k is at most ONE_RUN or at least
-# 258 and even; both sum k ≤ ONE_RUN terms in one sequential run of fused multiply-adds. Below
-# those sizes each vendor takes its own small-matrix path, and for ONE_RUN < k ≤ 256 the Xeon
-# still sums in one run while an AMD sums two halves and adds them.
-SMALL_ROWS, SMALL_COLUMNS, ONE_RUN, SPLIT_UP_TO = 4, 12, 192, 256
-
-
-# torch computes a batched product ([..., m, k] @ [..., k, n]) with m·k·n below this with its
-# own loop, not MKL: the same code, so the same bytes, on every CPU (aten's bmm).
+# MKL's float32 products on an Intel and an AMD CPU, from a sweep of [m, k] @ [k, n] in
+# every layout: the same bytes when the result has at least SMALL_ROWS rows and
+# SMALL_COLUMNS columns and the contraction k is at most ONE_RUN, or even and above 256,
+# or above 383. Both sum k ≤ ONE_RUN terms in one run of fused multiply-adds; for
+# ONE_RUN < k ≤ 256 the Xeon still sums in one run while an AMD sums two halves and adds
+# them; odd k up to 383 and smaller results take a path of each vendor's own.
+SMALL_ROWS, SMALL_COLUMNS, ONE_RUN, ONE_RUN_XEON, ODD_UP_TO = 4, 12, 192, 256, 383
+# torch computes a batched product with m·k·n below this with its own loop, not MKL: the
+# same code, so the same bytes, on every CPU (aten's bmm).
 NATIVE_BELOW = 400
 
 
 def _portable(m: int, k: int, n: int, batched: bool = False) -> bool:
-    """True if torch computes an [m, k] @ [k, n] product (one of a batch, if ``batched``) with
-    the same bytes on Intel and AMD CPUs."""
+    """True if torch computes an [m, k] @ [k, n] product (one of a batch, if
+    ``batched``) with the same bytes on Intel and AMD CPUs."""
     if batched and m * k * n < NATIVE_BELOW:
         return True
-    return m >= SMALL_ROWS and n >= SMALL_COLUMNS and not ONE_RUN < k <= SPLIT_UP_TO
+    odd_and_long = k % 2 == 1 and ONE_RUN_XEON < k <= ODD_UP_TO
+    return (m >= SMALL_ROWS and n >= SMALL_COLUMNS and not ONE_RUN < k <= ONE_RUN_XEON
+            and not odd_and_long)
 
 
 def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b ([..., m, k] @ [..., k, n], no autograd) computed by MKL calls of portable shapes
-    only, with the bytes the Xeon's MKL gives for a @ b: a result too small is padded with zero
-    rows or columns (MKL's general kernel gives the small path's bytes there), and a contraction
-    of ONE_RUN < k ≤ 256 terms is summed as one run: the first 128 terms, then that partial sum
-    carried into a second product as extra terms times an identity matrix, so the run continues
-    exactly where it stopped (0 + partial·1 + 0 … is the partial sum, bit for bit)."""
+    """a @ b ([..., m, k] @ [..., k, n] → [..., m, n], no autograd) by MKL calls of
+    portable shapes only, with the bytes the Xeon's MKL gives for a @ b:
+
+    - a result too small is padded with zero rows or columns (MKL's general kernel gives
+      the small path's bytes there);
+    - an odd contraction of 257 to 383 terms gets one more term, 0·0;
+    - a contraction of ONE_RUN < k ≤ 256 terms is summed as one run: the first 128
+      terms, then that partial sum carried into a second product as extra terms times an
+      identity block, so the run goes on where it stopped (0 + partial·1 + 0 … is the
+      partial sum). Each rule keeps the Xeon's bytes: tests/test_reproducible.py
+      compares them with a @ b.
+    """
+    pad = torch.nn.functional.pad
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if _portable(m, k, n, a.ndim > 2 or b.ndim > 2):
         return a @ b
-    if ONE_RUN < k <= SPLIT_UP_TO:
-        first, width = 128, 320 - k  # the carried sum plus the rest stay within one run
+    if ONE_RUN < k <= ONE_RUN_XEON:
+        first, width = 128, 320 - k  # carried sum and the rest fit one run (≤ ONE_RUN)
         parts = []
         for start in range(0, n, width):
             columns = b[..., start:start + width]
             w = columns.shape[-1]
             partial = _product(a[..., :first], columns[..., :first, :])  # [..., m, w]
             eye = torch.eye(w, dtype=b.dtype).expand(*b.shape[:-2], w, w)
-            carried = torch.cat([partial, a[..., first:].expand(*partial.shape[:-1], k - first)], -1)
-            parts.append(_product(carried, torch.cat([eye, columns[..., first:, :]], -2)))
+            rest = a[..., first:].expand(*partial.shape[:-1], k - first)
+            carried = torch.cat([partial, rest], -1)  # [..., m, w + k - first]
+            # [..., w + k - first, w]: the identity under the carried sum, then the rest
+            stacked = torch.cat([eye, columns[..., first:, :]], -2)
+            parts.append(_product(carried, stacked))
         return torch.cat(parts, -1)
+    if k % 2 == 1 and ONE_RUN_XEON < k <= ODD_UP_TO:
+        return _product(pad(a, (0, 1)), pad(b, (0, 0, 0, 1)))
     pad_m, pad_n = max(0, SMALL_ROWS - m), max(0, SMALL_COLUMNS - n)
-    padded_a = torch.nn.functional.pad(a, (0, 0, 0, pad_m))
-    return (padded_a @ torch.nn.functional.pad(b, (0, pad_n)))[..., :m, :n]
+    return (pad(a, (0, 0, 0, pad_m)) @ pad(b, (0, pad_n)))[..., :m, :n]
 
 
 class _Linear(torch.autograd.Function):
@@ -198,7 +220,9 @@ class _Linear(torch.autograd.Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         g = grad.reshape(-1, grad.shape[-1])
-        grad_x = _product(g, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _product(g, weight).reshape(x.shape)
         grad_w = None
         if ctx.needs_input_grad[1]:
             grad_w = _product(g.t(), x.reshape(-1, x.shape[-1]))
@@ -207,7 +231,7 @@ class _Linear(torch.autograd.Function):
 
 
 class _Matmul(torch.autograd.Function):
-    """a @ b ([..., m, k] @ [..., k, n], batch dims alike) with _product forward and backward."""
+    """a @ b ([..., m, k] @ [..., k, n], batch dims alike), _product both ways."""
 
     generate_vmap_rule = True
 
@@ -227,11 +251,14 @@ class _Matmul(torch.autograd.Function):
         return grad_a, grad_b
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.nn.functional.linear`` (x [..., in] → [..., out]) with the same bytes on Intel
-    and AMD CPUs: torch's own call where every product of the forward and backward pass has a
-    portable shape, else _Linear, whose products are _product's (the Xeon's bytes)."""
-    rows, inner, outer = x.numel() // max(x.shape[-1], 1), weight.shape[1], weight.shape[0]
+def linear(x: torch.Tensor, weight: torch.Tensor,
+           bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.nn.functional.linear`` (x [..., in], weight [out, in], bias [out] → [...,
+    out]) with the same bytes on Intel and AMD CPUs: torch's own call where every
+    product of the forward and backward pass has a portable shape, else _Linear, whose
+    products are _product's (the Xeon's bytes)."""
+    rows = x.numel() // max(x.shape[-1], 1)
+    inner, outer = weight.shape[1], weight.shape[0]
     if (_portable(rows, inner, outer) and _portable(rows, outer, inner)
             and _portable(outer, rows, inner)):
         return torch.nn.functional.linear(x, weight, bias)
@@ -239,9 +266,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b for [..., m, k] @ [..., k, n] with the same bytes on Intel and AMD CPUs (see
-    ``linear``): torch's own product where all three products of forward and backward are
-    portable, else _Matmul."""
+    """a @ b for [..., m, k] @ [..., k, n] with the same bytes on Intel and AMD CPUs
+    (see ``linear``): torch's own product where all three products of forward and
+    backward are portable, else _Matmul."""
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batched = a.ndim > 2 or b.ndim > 2
     if all(_portable(*shape, batched) for shape in ((m, k, n), (m, n, k), (k, m, n))):
