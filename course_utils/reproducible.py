@@ -178,7 +178,9 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if _portable(m, k, n, a.ndim > 2 or b.ndim > 2):
         return a @ b
     if ONE_RUN < k <= ONE_RUN_XEON:
-        first, width = 128, 320 - k  # carried sum and the rest fit one run (≤ ONE_RUN)
+        # the first ONE_RUN terms in one run; then the carried sum (width w) and the
+        # remaining k - ONE_RUN terms in a second, one run too while w ≤ 2·ONE_RUN - k
+        first, width = ONE_RUN, 2 * ONE_RUN - k
         parts = []
         for start in range(0, n, width):
             columns = b[..., start:start + width]
@@ -198,36 +200,49 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class _Linear(torch.autograd.Function):
-    """x Wᵀ + b whose forward and backward products are all _product's."""
-
-    generate_vmap_rule = True
+    """x Wᵀ + b whose forward and backward products are all _product's. ``stacked``:
+    every argument has a leading [models] axis (x [M, ..., in], weight [M, out, in], bias
+    [M, out]), as torch.func.vmap hands them over when models train side by side (its rule
+    below calls this directly, rather than replaying each operation under vmap)."""
 
     @staticmethod
-    def forward(x, weight, bias):
-        rows = x.reshape(-1, x.shape[-1])
-        out = _product(rows, weight.t())
+    def forward(x, weight, bias, stacked):
+        lead = 1 if stacked else 0
+        rows = x.reshape(*x.shape[:lead], -1, x.shape[-1])
+        out = _product(rows, weight.transpose(-1, -2))
         if bias is not None:
-            out = out + bias
-        return out.reshape(*x.shape[:-1], weight.shape[0])
+            out = out + (bias.unsqueeze(-2) if stacked else bias)
+        return out.reshape(*x.shape[:-1], weight.shape[-2])
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        x, weight, bias = inputs
+        x, weight, bias, stacked = inputs
         ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
+        ctx.has_bias, ctx.stacked = bias is not None, stacked
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        g = grad.reshape(-1, grad.shape[-1])
-        grad_x = None
+        lead = 1 if ctx.stacked else 0
+        g = grad.reshape(*grad.shape[:lead], -1, grad.shape[-1])
+        grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_x = _product(g, weight).reshape(x.shape)
-        grad_w = None
         if ctx.needs_input_grad[1]:
-            grad_w = _product(g.t(), x.reshape(-1, x.shape[-1]))
-        grad_b = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-        return grad_x, grad_w, grad_b
+            rows = x.reshape(*x.shape[:lead], -1, x.shape[-1])
+            grad_w = _product(g.transpose(-1, -2), rows)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = g.sum(lead)
+        return grad_x, grad_w, grad_b, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, weight, bias, stacked):
+        def front(tensor, dim):
+            if tensor is None or dim is not None:
+                return None if tensor is None else tensor.movedim(dim, 0)
+            return tensor.expand(info.batch_size, *tensor.shape)
+        x, weight, bias = (front(t, d) for t, d in zip((x, weight, bias), in_dims[:3]))
+        return _Linear.apply(x, weight, bias, True), 0
 
 
 class _Matmul(torch.autograd.Function):
@@ -262,7 +277,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor,
     if (_portable(rows, inner, outer) and _portable(rows, outer, inner)
             and _portable(outer, rows, inner)):
         return torch.nn.functional.linear(x, weight, bias)
-    return _Linear.apply(x, weight, bias)
+    return _Linear.apply(x, weight, bias, False)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
