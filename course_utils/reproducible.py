@@ -272,6 +272,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor,
     out]) with the same bytes on Intel and AMD CPUs: torch's own call where every
     product of the forward and backward pass has a portable shape, else _Linear, whose
     products are _product's (the Xeon's bytes)."""
+    if x.dtype != torch.float32:  # float64 products differ by vendor whatever their shape
+        return torch.nn.functional.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
     inner, outer = weight.shape[1], weight.shape[0]
     if (_portable(rows, inner, outer) and _portable(rows, outer, inner)
@@ -284,6 +286,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b for [..., m, k] @ [..., k, n] with the same bytes on Intel and AMD CPUs
     (see ``linear``): torch's own product where all three products of forward and
     backward are portable, else _Matmul."""
+    if a.dtype != torch.float32:  # float64 products differ by vendor whatever their shape
+        return a @ b
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batched = a.ndim > 2 or b.ndim > 2
     if all(_portable(*shape, batched) for shape in ((m, k, n), (m, n, k), (k, m, n))):

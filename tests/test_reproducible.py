@@ -5,6 +5,7 @@ products use only shapes that MKL computes alike on Intel and AMD CPUs (checked 
 under tools/as_amd.py, and on an AMD EPYC by ../shared/tools/op_hashes.py).
 """
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import torch
 from course_utils import AdamW, reproducible
 from course_utils.reproducible import Linear, correctly_rounded_sqrt, linear, matmul
 
-INTEL = sys.platform == "linux" and "GenuineIntel" in open("/proc/cpuinfo").read()
+# MKL on its Intel paths: an Intel CPU, not under tools/as_amd.py's emulation of an AMD
+INTEL = (sys.platform == "linux" and "GenuineIntel" in open("/proc/cpuinfo").read()
+         and "course-as-amd" not in os.environ.get("LD_PRELOAD", ""))
 
 
 def _same(ours: torch.Tensor, theirs: torch.Tensor, atol: float) -> bool:
