@@ -71,8 +71,7 @@ def execute_lesson(path: Path, *, timeout: int = 300, record: dict | None = None
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     record = numerics() if record is None else record
     if not fitted:  # float64 products never ran: the lesson does not depend on them
-        record = {**record, "fingerprint": {name: value for name, value in record["fingerprint"].items()
-                                            if name != fingerprint.FLOAT64_LINE}}
+        record = {**record, "fingerprint": fingerprint.float32_lines(record["fingerprint"])}
     nb.metadata["numerics"] = record
     text = nbformat.writes(nb)
     path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

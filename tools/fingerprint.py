@@ -228,6 +228,12 @@ def made_with(path) -> dict[str, str]:
     return dict(nb.metadata.get("numerics", {}).get("fingerprint", REFERENCE))
 
 
+def float32_lines(hashes: dict[str, str]) -> dict[str, str]:
+    """The fingerprint without its float64 line: what a lesson that fitted no probe, or a
+    zoo checkpoint, depends on (the lines an Intel and an AMD CPU share)."""
+    return {name: value for name, value in hashes.items() if name in FLOAT32_LINES}
+
+
 def reproduces(recorded: dict[str, str], hashes: dict[str, str]) -> bool:
     """True if every line a lesson recorded (all float32 lines, the float64 one only if it fitted
     a probe) has this CPU's value, and the lesson recorded the float32 lines at all."""

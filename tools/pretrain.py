@@ -279,8 +279,7 @@ def numerics() -> dict:
     """The CPU and its float32 numerics fingerprint (tools/fingerprint.py; training uses no
     float64 products): a checkpoint's bytes are promised again where those lines are the same,
     which they are on Intel and AMD CPUs with AVX2 (course_utils/reproducible.py)."""
-    return {"cpu": fingerprint.cpu(), "fingerprint": {
-        name: value for name, value in fingerprint.fingerprint().items() if name in fingerprint.FLOAT32_LINES}}
+    return {"cpu": fingerprint.cpu(), "fingerprint": fingerprint.float32_lines(fingerprint.fingerprint())}
 
 
 def _name(experiment: str, position: str, seed: int) -> str:
