@@ -132,9 +132,11 @@ nbval: $(TEST_STAMP)
 execute: $(STAMP)
 	$(BIN)/python -m tools.execute $(LESSONS)
 	$(BIN)/python -m tools.student
+	$(BIN)/python -m tools.teachers_guide
 
 student: $(STAMP)
 	$(BIN)/python -m tools.student
+	$(BIN)/python -m tools.teachers_guide
 
 # The real nbgrader on every lesson (CI autogrades lessons 01 and 09 inside `make test`).
 grade-check: $(TEST_STAMP)
@@ -169,6 +171,7 @@ pretrain: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench
+	$(BIN)/python -m tools.teachers_guide
 
 # The website (Jupyter Book 1.x, configured in site/): the lessons as executed, never re-run; any
 # warning (a broken link, a missing section) fails the build.

@@ -248,4 +248,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.10.0"
+__version__ = "0.11.0"

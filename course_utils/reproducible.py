@@ -18,7 +18,8 @@ on an Intel machine):
   those shapes through MKL calls that both vendors compute alike, arranged so that the
   result is the Xeon's, bit for bit (``_product``).
 - **float64 products.** MKL's double-precision kernels differ by vendor at every shape
-  tried. Only the probes use them (probes.py); they are not replaced here.
+  tried. The probes' and lesson 13's float64 products go through ``exact_matmul``:
+  products cut into slices whose sums no order can round, added in one fixed order.
 """
 
 from __future__ import annotations
@@ -137,6 +138,14 @@ class AdamW(torch.optim.Optimizer):
                 p.addcdiv_(exp_avg, denominator, value=-step_size)
         return loss
 
+    # torch.optim.Optimizer wraps these so that torch's compiler leaves them alone, and
+    # the wrapper imports that compiler on its first call (0.7 s of every lesson that
+    # trains). The course never compiles: AdamW calls torch's methods themselves.
+    add_param_group = torch.optim.Optimizer.add_param_group.__wrapped__
+    zero_grad = torch.optim.Optimizer.zero_grad.__wrapped__
+    state_dict = torch.optim.Optimizer.state_dict.__wrapped__
+    load_state_dict = torch.optim.Optimizer.load_state_dict.__wrapped__
+
 
 # MKL's float32 products on an Intel and an AMD CPU, from a sweep of [m, k] @ [k, n] in
 # every layout: the same bytes when the result has at least SMALL_ROWS rows and
@@ -201,9 +210,10 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 class _Linear(torch.autograd.Function):
     """x Wᵀ + b whose forward and backward products are all _product's. ``stacked``:
-    every argument has a leading [models] axis (x [M, ..., in], weight [M, out, in], bias
-    [M, out]), as torch.func.vmap hands them over when models train side by side (its rule
-    below calls this directly, rather than replaying each operation under vmap)."""
+    every argument has a leading [models] axis (x [M, ..., in], weight [M, out, in],
+    bias [M, out]), as torch.func.vmap hands them over when models train side by side
+    (its rule below calls this directly, rather than replaying each operation under
+    vmap)."""
 
     @staticmethod
     def forward(x, weight, bias, stacked):
@@ -272,7 +282,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor,
     out]) with the same bytes on Intel and AMD CPUs: torch's own call where every
     product of the forward and backward pass has a portable shape, else _Linear, whose
     products are _product's (the Xeon's bytes)."""
-    if x.dtype != torch.float32:  # float64 products differ by vendor whatever their shape
+    if x.dtype != torch.float32:  # float64: torch's own, which differs by vendor
         return torch.nn.functional.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
     inner, outer = weight.shape[1], weight.shape[0]
@@ -286,7 +296,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b for [..., m, k] @ [..., k, n] with the same bytes on Intel and AMD CPUs
     (see ``linear``): torch's own product where all three products of forward and
     backward are portable, else _Matmul."""
-    if a.dtype != torch.float32:  # float64 products differ by vendor whatever their shape
+    if a.dtype != torch.float32:  # float64: torch's own, which differs by vendor
         return a @ b
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batched = a.ndim > 2 or b.ndim > 2
@@ -300,3 +310,123 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
+
+
+# float64 products. A sum of k products a_i·b_i is exact, in any order, with or without
+# fused multiply-adds, when every a_i is an integer below 2^p times one power of two,
+# every b_i an integer below 2^q times another, and k·2^(p+q) <= 2^53: no partial sum
+# then needs rounding, so MKL's order (which differs by CPU vendor) cannot matter. So
+# the operands are cut into slices of few bits each and the slices are multiplied in
+# sums of at most 2^_CHUNK_BITS terms, each exact; the partial products are then added
+# in one fixed order by torch's own elementwise code (the error-free splitting of Ozaki,
+# Ogita, Oishi & Rump, "Error-free transformations of matrix multiplication by using
+# fast routines of matrix multiplication and its applications", Numer. Algorithms 59,
+# 2012).
+_MANTISSA = 53
+_CHUNK_BITS = 6  # exact sums of 64 terms; the chunks' sums are added by torch.sum
+_SLICE_BITS = (_MANTISSA - _CHUNK_BITS - 1) // 2  # per operand when both are cut (23)
+_SLICES = 3  # 3 × 23 bits of each operand: past float64's 53
+
+
+def _power_of_two(exponent: torch.Tensor) -> torch.Tensor:
+    """2.0 ** exponent in float64, exactly (its bits written directly), for integer
+    exponents of normal numbers (clamped to -1022 .. 1023)."""
+    biased = exponent.to(torch.int64).clamp(-1022, 1023) + 1023
+    return (biased << 52).view(torch.float64)
+
+
+def grid_split(m: torch.Tensor, bits: int, parts: int, dim: int,
+               stack: int = 0, top: int | None = None) -> torch.Tensor:
+    """float64 ``m`` as ``parts`` slices that add up to it (up to the last slice's
+    rounding, below 2^-(bits·parts) of each line's largest entry), stacked on a new axis
+    at ``stack`` (0: [parts, *m.shape]). In a slice, the entries along ``dim`` are
+    integers of size at most 2^bits times a power of two they share: 2^(e - bits), where
+    2^e exceeds the line's largest entry, or 2^(top - bits) for all lines when every
+    entry is known to be below 2^top."""
+    if top is None:
+        top = torch.frexp(m.abs().amax(dim=dim, keepdim=True))[1]  # largest < 2^top
+        # x + 1.5·2^52·unit - 1.5·2^52·unit: x rounded to the nearest multiple of unit
+        shift = _power_of_two(top - bits + 52) * 1.5
+    else:
+        shift = 1.5 * 2.0 ** (top - bits + 52)
+    shape = list(m.shape)
+    slices = torch.empty(shape[:stack] + [parts] + shape[stack:], dtype=m.dtype)
+    rest = m
+    for i in range(parts):
+        part = slices.select(stack, i)
+        torch.sub(rest + shift, shift, out=part)
+        if i + 1 < parts:
+            rest = rest - part
+            shift = shift * 2.0 ** -bits
+    return slices
+
+
+def on_grid(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """float64 ``x`` rounded to the multiples of 2^(e - bits), where 2^e exceeds its
+    largest entry: one power of two shared by all entries, so ``exact_matmul`` can use
+    it whole (``a_bits=bits``)."""
+    unit = _power_of_two(torch.frexp(x.abs().max())[1] - bits)
+    return torch.round(x / unit) * unit
+
+
+def _chunked_sum_of_products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a [m, k] @ b [k, n] as exact sums of 2^_CHUNK_BITS terms (one batched product),
+    then added chunk after chunk (torch.sum over the chunk axis)."""
+    m, k = a.shape
+    chunk = 1 << _CHUNK_BITS
+    if k <= chunk:
+        return a @ b
+    pad = -k % chunk
+    if pad:
+        a = torch.nn.functional.pad(a, (0, pad))
+        b = torch.nn.functional.pad(b, (0, 0, 0, pad))
+    chunks = a.shape[1] // chunk
+    if a.stride(0) == 1:  # a transposed matrix: chunks of its rows, read as transposed
+        a = a.T.reshape(chunks, chunk, m).transpose(1, 2)
+    else:
+        a = a.reshape(m, chunks, chunk).transpose(0, 1)
+    return torch.bmm(a, b.reshape(chunks, chunk, -1)).sum(dim=0)
+
+
+def exact_matmul(a: torch.Tensor, b: torch.Tensor, *, a_bits: int | None = None,
+                 bits: int = _MANTISSA, b_top: int | None = None) -> torch.Tensor:
+    """a [m, k] @ b [k, n] in float64 with the same bytes whatever BLAS computes it.
+
+    Each slice product is exact; only the fixed-order additions of slices and chunks
+    round, so the result is within a few units in the last place of the true product,
+    for lines of similar size. ``a_bits``: a is already on a grid of ``a_bits`` bits
+    shared by all its entries (``on_grid``), so only b is cut, into slices of
+    53 - a_bits - 7 bits, enough of them for ``bits`` bits of each column of b. Else
+    both are cut, into 3 slices of 23 bits. ``b_top``: every entry of b is below
+    2^b_top in size (softmax probabilities: 1), so b's slices share one grid and its
+    largest entries need not be looked up.
+    """
+    if a.dtype != torch.float64 or b.dtype != torch.float64:
+        raise TypeError(f"a and b must be float64, got {a.dtype} and {b.dtype}")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"a and b must be matrices [m, k] and [k, n], got "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    n = b.shape[1]
+    if a_bits is None:
+        a_parts = grid_split(a, _SLICE_BITS, _SLICES, dim=1)
+        b_parts = grid_split(b, _SLICE_BITS, _SLICES, dim=0, stack=1)
+        pairs = [(i, j) for i in range(_SLICES) for j in range(_SLICES)
+                 if i + j < _SLICES]
+    else:
+        b_bits = _MANTISSA - a_bits - _CHUNK_BITS - 1
+        if b_bits < 8:
+            raise ValueError(f"a_bits must leave b 8 bits a slice, got {a_bits}")
+        a_parts = a[None]
+        b_parts = grid_split(b, b_bits, -(-bits // b_bits), dim=0, stack=1, top=b_top)
+        pairs = [(0, j) for j in range(b_parts.shape[1])]
+    rows = a_parts.reshape(-1, a.shape[1])  # [a_parts·m, k]
+    cols = b_parts.reshape(b.shape[0], -1)  # [k, b_parts·n]
+    full = _chunked_sum_of_products(rows, cols)
+    m = a.shape[0]
+    blocks = [full[i * m:(i + 1) * m, j * n:(j + 1) * n] for i, j in pairs]
+    if len(blocks) == 1:
+        return blocks[0]
+    total = blocks[-1] + blocks[-2]  # the smallest slices first
+    for block in reversed(blocks[:-2]):
+        total += block
+    return total

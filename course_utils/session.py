@@ -128,7 +128,10 @@ def setup(seed: int = 0) -> None:
     torch.manual_seed(seed)
     pin_numerics()  # already done by `import course_utils`; here in case the variables were cleared
     torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    # torch.use_deterministic_algorithms(True) also imports torch's compiler to set that
+    # compiler's own flag (0.7 s of every lesson's start); the course never compiles, so
+    # only the flag eager code reads is set (torch.are_deterministic_algorithms_enabled).
+    torch._C._set_deterministic_algorithms(True)
 
     import matplotlib
 

@@ -16,7 +16,7 @@ import warnings
 
 import torch
 
-from . import _validate, digits, grid_codes, vit
+from . import _validate, digits, grid_codes, reproducible, vit
 from ._deprecation import moved
 from .layers import ResidualFeatures
 from .training import History, train
@@ -111,7 +111,10 @@ def embedded_patches(model: TinyViT, patches: torch.Tensor, *, with_code: bool =
     patches, _ = checked_images(model, patches, torch.zeros(_batch(patches), dtype=torch.long))
     with_code = _validate.flag(with_code, "with_code")
     layer = model.patch_embedding
-    x = torch.nn.functional.linear(patches.double(), layer.weight.double(), layer.bias.double())
+    rows = patches.double().reshape(-1, patches.shape[-1])  # [N·n, patch_dim]
+    # exact_matmul: float64 products with the same bits on every CPU (MKL's differ by vendor)
+    x = reproducible.exact_matmul(rows, layer.weight.double().T) + layer.bias.double()
+    x = x.reshape(*patches.shape[:-1], model.d_model)
     code = model.code() if with_code else None
     if code is not None:
         x = x + code.detach().double()

@@ -56,6 +56,19 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def course_left_on(monkeypatch):
+    """Checks run answers with the course's own functions switched off (checks/_guard.py).
+    Tests of a check's logic that build their answers from those functions (a reference, a
+    known mistake) use this to leave the course on; tests/test_checks_guard.py tests the
+    guard itself."""
+    import contextlib
+
+    import course_utils.checks._core as core
+
+    monkeypatch.setattr(core, "course_switched_off", lambda allow=(): contextlib.nullcontext())
+
+
 def verdict(capsys, check, answer) -> tuple[bool, str]:
     """Run a homework check and assert its contract: it returns a bool and prints exactly one
     line, "✅ Correct…" when it returns True and "❌ Not yet:…" when it returns False, and nothing

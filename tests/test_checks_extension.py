@@ -10,6 +10,9 @@ from conftest import verdict
 from course_utils import frequencies, rope_frequencies, yarn_ramp
 from course_utils.checks import check_ntk_base, check_pair_turns, check_yarn_blend
 
+# Some answers here are built from the course's own functions: the guard stays off.
+pytestmark = pytest.mark.usefixtures("course_left_on")
+
 
 def turns(d, length, base, *, minus_one=False):
     return (length - minus_one) * frequencies(d, base=base) / (2 * math.pi)

@@ -16,6 +16,9 @@ from course_utils import offset_matrix
 from course_utils.checks import check_offset_map, check_rotation_block
 from conftest import verdict
 
+# Some answers here are built from the course's own functions: the guard stays off.
+pytestmark = pytest.mark.usefixtures("course_left_on")
+
 
 def block(angle: float) -> torch.Tensor:
     c, s = math.cos(angle), math.sin(angle)

@@ -10,14 +10,17 @@ from conftest import verdict
 from course_utils import rope_rotate
 from course_utils.checks import check_decode_step, check_rope_complex, check_rope_permutation, check_rope_rotate
 
+# Some answers here are built from the course's own functions: the guard stays off.
+pytestmark = pytest.mark.usefixtures("course_left_on")
+
 
 def permutation(d):
     return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
 
 
-def complex_rope(x, positions, sign=-1.0, halves=False):
+def complex_rope(x, positions, sign=-1.0, halves=False, exponent=2.0):
     n, d = x.shape
-    omega = 10_000.0 ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)
+    omega = 10_000.0 ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)
     phase = torch.polar(torch.ones(n, d // 2, dtype=torch.float64), sign * positions[:, None] * omega)
     if halves:
         pairs = torch.complex(x[:, : d // 2], x[:, d // 2:]) * phase
@@ -25,12 +28,14 @@ def complex_rope(x, positions, sign=-1.0, halves=False):
     return torch.view_as_real(torch.view_as_complex(x.reshape(n, d // 2, 2).contiguous()) * phase).reshape(n, d)
 
 
-def decode(q, k, v, cache_k, cache_v, *, position=None, rotate_v=False, layout="interleaved"):
+def decode(q, k, v, cache_k, cache_v, *, position=None, rotate_v=False, layout="interleaved",
+           transpose=True, scale=None):
     where = torch.tensor([float(cache_k.shape[0] if position is None else position)])
     q_rot = rope_rotate(q[None], positions=where, layout=layout)
     keys = torch.cat([cache_k, rope_rotate(k[None], positions=where, layout=layout)])
     new_v = rope_rotate(v[None], positions=where) if rotate_v else v[None]
-    weights = torch.softmax(q_rot @ keys.T / math.sqrt(q.shape[-1]), dim=-1)
+    scores = q_rot @ (keys.T if transpose else keys)
+    weights = torch.softmax(scores / (scale or math.sqrt(q.shape[-1])), dim=-1)
     return (weights @ torch.cat([cache_v, new_v]))[0]
 
 
@@ -51,6 +56,13 @@ def test_references_pass(capsys):
 def test_permutation_mistakes_are_named(capsys, answer, hint):
     result, line = verdict(capsys, check_rope_permutation, answer)
     assert result is False and hint in line, line
+    assert "[0, 2, 4, 6, 1, 3, 5, 7]" not in line, "the check must not print the answer"
+
+
+def test_permutation_indices_must_be_whole_numbers(capsys):
+    result, line = verdict(capsys, check_rope_permutation, lambda d: permutation(d).double())
+    assert result is False and "whole-number indices" in line, line
+    assert verdict(capsys, check_rope_permutation, lambda d: permutation(d).numpy())[0] is True
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -59,6 +71,8 @@ def test_permutation_mistakes_are_named(capsys, answer, hint):
     (lambda x, p: complex_rope(x, p, halves=True), "x[2i] + i·x[2i+1]"),
     (lambda x, p: complex_rope(x, p, sign=1.0, halves=True), "Hugging Face's exact convention"),
     (lambda x, p: torch.view_as_complex(x.reshape(x.shape[0], -1, 2).contiguous()), "view_as_real"),
+    (lambda x, p: complex_rope(x, p, exponent=4.0), "The exponent is 4i/d"),
+    (lambda x, p: complex_rope(x, torch.arange(x.shape[0], dtype=torch.float64)), "row number"),
 ])
 def test_complex_mistakes_are_named(capsys, answer, hint):
     result, line = verdict(capsys, check_rope_complex, answer)
@@ -75,6 +89,8 @@ def test_complex_mistakes_are_named(capsys, answer, hint):
     (lambda q, k, v, ck, cv: decode(q, k, v, rope_rotate(ck), cv), "rotated the cached keys again"),
     (lambda q, k, v, ck, cv: decode(q, k, v, ck, cv, position=-ck.shape[0]), "one model must use one"),
     (lambda q, k, v, ck, cv: decode(q, k, v, ck, cv, layout="halves"), "(halves)"),
+    (lambda q, k, v, ck, cv: decode(q, k, v, ck, cv, transpose=False), "multiply q by keys.T"),
+    (lambda q, k, v, ck, cv: decode(q, k, v, ck, cv, scale=q.shape[-1]), "divided the scores by d"),
 ])
 def test_decode_step_mistakes_are_named(capsys, answer, hint):
     result, line = verdict(capsys, check_decode_step, answer)

@@ -9,6 +9,9 @@ from conftest import verdict
 from course_utils import position_ids, rope_frequencies_from_config
 from course_utils.checks import check_absorbed_scores, check_llama3_frequencies, check_position_ids
 
+# Some answers here are built from the course's own functions: the guard stays off.
+pytestmark = pytest.mark.usefixtures("course_left_on")
+
 
 def llama3(omega, factor, original, low, high):
     wavelength = 2 * math.pi / omega

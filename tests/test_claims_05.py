@@ -25,7 +25,7 @@ printed by the lesson; its own side-by-side group of one).
 Section 5's read-outs of token + code (no training; the lesson draws its 64 tokens with seed 1,
 here seeds 2-5): the logistic token probe reads every token at every scale; the position probe
 reads nearly every position for small tokens, fewer than half at tensor2tensor's scale (lesson
-0.379) and about one in ten with N(0, 1) x sqrt(d) tokens (lesson 0.093): above chance (1/64),
+0.379) and about one in ten with N(0, 1) x sqrt(d) tokens (lesson 0.092): above chance (1/64),
 far below the code alone (1.000). The least-squares probe's 0.002 that the lesson once reported
 there (128 tokens) was an artefact: below chance, where the logistic probe is above it.
 """

@@ -65,11 +65,12 @@ def test_make_test_checks_strictly_only_lessons_made_with_this_cpus_fingerprint(
 
     monkeypatch.setattr(session, "reproduces_stored_outputs", lambda: True)
     old = _lesson(tmp_path, "00_old.ipynb")  # no record: made on the reference CPUs
-    moved = dict(fingerprint.REFERENCE, **{"float64 L-BFGS": "000000000000"})
+    moved = dict(fingerprint.REFERENCE, **{fingerprint.FLOAT64_LINE: "000000000000"})
     new = _lesson(tmp_path, "01_new.ipynb", moved)
     strict, lax, note = fingerprint.split_lessons([old, new], dict(fingerprint.REFERENCE))
     assert strict == [str(old)] and lax == [str(new)]
-    assert len(note.splitlines()) == 1 and "float64 L-BFGS" in note and "1 of the 2 lessons" in note
+    assert len(note.splitlines()) == 1 and fingerprint.FLOAT64_LINE in note
+    assert "1 of the 2 lessons" in note
     assert "lax mode" in note and "the other 1 strictly" in note
     strict, lax, note = fingerprint.split_lessons([old, new], moved)
     assert strict == [str(new)] and lax == [str(old)]
@@ -106,31 +107,15 @@ def test_executing_a_lesson_records_the_cpu_and_its_fingerprint(tmp_path):
     record = {"cpu": "a CPU", "fingerprint": dict(fingerprint.REFERENCE)}
     execute.execute_lesson(path, record=record)
     nb = nbformat.read(path, as_version=4)
-    # no probe fitted: the float64 line is left out, so another vendor's BLAS cannot make it lax
-    assert nb.metadata["numerics"] == {"cpu": "a CPU", "fingerprint": {
-        name: value for name, value in fingerprint.REFERENCE.items() if name != fingerprint.FLOAT64_LINE}}
+    assert nb.metadata["numerics"] == record  # every line, the float64 one included
     assert len(nb.cells) == 1 and nb.cells[0].outputs[0]["data"]["text/plain"] == "2"
     assert execute.numerics()["fingerprint"] == fingerprint.fingerprint()
 
 
-def test_a_lesson_that_fits_a_probe_records_the_float64_line(tmp_path):
-    import nbformat
-
-    from tools import execute
-
-    path = tmp_path / "00_probe.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import torch\nfrom course_utils import logistic_probe\n"
-        "x = torch.randn(40, 3, generator=torch.Generator().manual_seed(0))\n"
-        "logistic_probe(x, (x[:, 0] > 0).long()).converged")]), path)
-    record = {"cpu": "a CPU", "fingerprint": dict(fingerprint.REFERENCE)}
-    execute.execute_lesson(path, record=record)
-    assert nbformat.read(path, as_version=4).metadata["numerics"] == record
-
-
-def test_a_lesson_without_probes_is_strict_where_only_the_float64_line_differs(tmp_path, monkeypatch):
-    """An AMD EPYC's float64 products differ from an Intel Xeon's (MKL's double-precision kernels),
-    its float32 lines do not: a lesson that fitted no probe is checked strictly on both."""
+def test_a_lesson_recorded_without_the_float64_line_is_checked_on_the_others(tmp_path, monkeypatch):
+    """Before 0.11.0 a lesson that fitted no probe recorded only the float32 lines (the probes'
+    float64 products were MKL's, which differ by vendor): it stays strict where only the float64
+    line differs; a lesson that recorded the line is checked on it too."""
     import course_utils.session as session
 
     monkeypatch.setattr(session, "reproduces_stored_outputs", lambda: True)
@@ -140,6 +125,6 @@ def test_a_lesson_without_probes_is_strict_where_only_the_float64_line_differs(t
         tmp_path, "01_probe.ipynb", dict(fingerprint.REFERENCE))
     other_vendor = dict(fingerprint.REFERENCE, **{fingerprint.FLOAT64_LINE: "000000000000"})
     strict, lax, note = fingerprint.split_lessons([plain, probed], other_vendor)
-    assert strict == [str(plain)] and lax == [str(probed)] and "float64 L-BFGS" in note
+    assert strict == [str(plain)] and lax == [str(probed)] and fingerprint.FLOAT64_LINE in note
     older = _lesson(tmp_path, "02_older.ipynb", {"attention": fingerprint.REFERENCE["attention"]})
     assert fingerprint.split_lessons([older], dict(fingerprint.REFERENCE))[0] == []

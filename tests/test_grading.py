@@ -6,7 +6,8 @@ A throw-away nbgrader course in a temporary folder: every lesson goes through
 simulated submission, put where a teacher collects them: the release as it is (0 points), the
 reference solutions (full points), and one recognisable mistake per exercise (that exercise
 0 points, the others full; the graded notebook and the feedback page that `generate_feedback`
-writes show the check's ❌ line).
+writes show the check's ❌ line). Lesson 01 is also autograded for three cheats (the course's
+own function as the answer, a rebound check, a patched checks package): 0 points each.
 nbgrader runs in this process through its Python API (no 5-second start-up per command), with
 its kernel the course's own python3. Skipped, and said so, when nbgrader is not installed
 (`pip install -e '.[grade]'`); CI installs it.
@@ -159,7 +160,7 @@ def test_generate_assignment_strips_solutions_and_hidden_tests(course, lesson):
     assert [c.source for c in ours.cells] == [c.source for c in student.cells], \
         "the committed student copy must hold exactly the cells of nbgrader's release"
     for original, released in zip(teacher.cells, student.cells):
-        if original.metadata.get("nbgrader", {}).get("solution"):
+        if original.metadata.get("nbgrader", {}).get("solution") and original.cell_type == "code":
             answer = original.source.split("### BEGIN SOLUTION\n")[1].split("### END SOLUTION")[0]
             assert STUB in released.source
             assert not any(line.strip() in released.source.splitlines() for line in answer.strip().splitlines())
@@ -170,7 +171,9 @@ def submit(root, lesson, student: str, answers: dict[str, str]) -> None:
     release = nbformat.read(root / "release" / assignment_of(lesson) / lesson.name, as_version=4)
     for cell in release.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
+        if grade_id in answers and cell.cell_type == "markdown":  # a written answer
+            cell.source = answers[grade_id]
+        elif grade_id in answers:
             cell.source = cell.source.replace(STUB, answers[grade_id])
     folder = root / "submitted" / student / assignment_of(lesson)
     folder.mkdir(parents=True, exist_ok=True)
@@ -181,7 +184,8 @@ def reference_answers(lesson) -> dict[str, str]:
     teacher = nbformat.read(lesson, as_version=4)
     return {cell.metadata["nbgrader"]["grade_id"]: re.search(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION",
                                                              cell.source, flags=re.S)[1]
-            for cell in teacher.cells if cell.metadata.get("nbgrader", {}).get("solution")}
+            for cell in teacher.cells
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code"}
 
 
 def test_every_exercise_of_every_lesson_has_a_mistake_for_grade_check():
@@ -211,7 +215,8 @@ def test_autograde_gives_zero_full_and_all_but_the_mistake(course, lesson):
         def points(student: str) -> dict[str, float]:
             submission = gradebook.find_submission(assignment, student)
             return {grade.name.removesuffix("_test"): grade.score
-                    for notebook in submission.notebooks for grade in notebook.grades}
+                    for notebook in submission.notebooks for grade in notebook.grades
+                    if grade.name.endswith("_test")}  # the written answers are graded by hand
 
         assert points("as_released") == {g: 0 for g in exercises}
         assert points("reference") == {g: 1 for g in exercises}
@@ -228,3 +233,97 @@ def test_autograde_gives_zero_full_and_all_but_the_mistake(course, lesson):
         assert result["success"], result.get("error") or result.get("log")
         page = (root / "feedback" / f"wrong_{grade_id}" / assignment / f"{lesson.stem}.html").read_text(encoding="utf-8")
         assert "❌ Not yet:" in page, f"{grade_id}: the feedback page does not show the check's line"
+
+
+# Lesson 01 answered by a student who tries to score without solving (issue 41): each
+# exercise handed to the course's own function, the check rebound to one that always passes,
+# or the checks package patched (the check, the comparison every check shares, the guard).
+_ALWAYS = "lambda *args, **kwargs: True"
+CHEATS = {
+    "shortcut": {
+        "l01_attention": "    return attention(q, k, v)[0]",
+        "l01_causal_mask": "    return causal_mask(n)",
+    },
+    "rebound": {
+        grade_id: f"    return None\n\n\n{check} = {_ALWAYS}"
+        for grade_id, check in (("l01_attention", "check_attention"),
+                                ("l01_permutation_matrix", "check_permutation_matrix"),
+                                ("l01_causal_mask", "check_causal_mask"))
+    },
+    "patched": {
+        "l01_attention": "    return None\n\n\nimport course_utils.checks as _checks\n"
+                         f"_checks.check_attention = {_ALWAYS}\n"
+                         f"_checks.check_permutation_matrix = {_ALWAYS}\n"
+                         f"_checks.check_causal_mask = {_ALWAYS}\n"
+                         f"_checks._core.close = {_ALWAYS}\n"
+                         "_checks._fresh.fresh_check = lambda name: lambda answer: True",
+        "l01_causal_mask": "    return causal_mask(n)",
+    },
+}
+
+
+def test_no_cheat_scores_under_autograde(course):
+    """Real nbgrader autograde of lesson 01 for each cheat: every exercise scores 0 (the
+    shortcut fails its check with a line that names the course function it called)."""
+    api, root = course
+    lesson = next(path for path in LESSONS if path.name.startswith("01_"))
+    assignment = assignment_of(lesson)
+    assert api.generate_assignment(assignment)["success"]
+    exercises = sorted(reference_answers(lesson))
+    for student, answers in CHEATS.items():
+        submit(root, lesson, f"cheat_{student}", answers)
+        result = api.autograde(assignment, f"cheat_{student}")
+        assert result["success"], result.get("error") or result.get("log")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        for student in CHEATS:
+            submission = gradebook.find_submission(assignment, f"cheat_{student}")
+            points = {grade.name.removesuffix("_test"): grade.score
+                      for notebook in submission.notebooks for grade in notebook.grades
+                      if grade.name.endswith("_test")}
+            assert points == {g: 0 for g in exercises}, (student, points)
+    graded = nbformat.read(root / "autograded" / "cheat_shortcut" / assignment / lesson.name,
+                           as_version=4)
+    shown = "".join(out.get("text", "") for cell in graded.cells for out in cell.get("outputs", [])
+                    if out.get("output_type") == "stream")
+    assert "this calls the course's `attention`" in shown
+    assert "this calls the course's `causal_mask`" in shown
+
+
+def test_a_term_through_the_written_answers_to_the_exported_marks(course):
+    """The term's loop on lesson 01 for three students: submit, autograde, grade the written
+    question by hand (as the Formgrader does), export with nbgrader's CSV plugin. Each row is
+    the autograded points plus the written answer's."""
+    import csv
+
+    from nbgrader.plugins import CsvExportPlugin
+
+    api, root = course
+    lesson = next(path for path in LESSONS if path.name.startswith("01_"))
+    assignment = assignment_of(lesson)
+    assert api.generate_assignment(assignment)["success"]
+    reference = reference_answers(lesson)
+    written = {"l01_question": "Permuting the rows only permutes the outputs: the table ..."}
+    students = {"alice": ({**reference, **written}, 3),
+                "bob": ({**reference, **written, "l01_attention": MISTAKES["l01_attention"]}, 1),
+                "carol": ({}, None)}  # handed in the release as it was
+    for student, (answers, _) in students.items():
+        submit(root, lesson, student, answers)
+        result = api.autograde(assignment, student)
+        assert result["success"], result.get("error") or result.get("log")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        for student, (_, score) in students.items():
+            grade = gradebook.find_grade("l01_question", lesson.stem, assignment, student)
+            assert grade.max_score == 3
+            if score is None:  # no answer written: nbgrader scores it 0 by itself
+                assert grade.auto_score == 0 and not grade.needs_manual_grade
+            else:  # an answer waits for the teacher
+                assert grade.auto_score is None and grade.needs_manual_grade
+                grade.manual_score = score
+        gradebook.db.commit()
+        CsvExportPlugin(to=str(root / "grades.csv")).export(gradebook)
+    with open(root / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)
+                if row["assignment"] == assignment and row["student_id"] in students}
+    assert {student: (float(row["score"]), float(row["max_score"]))
+            for student, row in rows.items()} == {
+        "alice": (3 + 3, 6), "bob": (2 + 1, 6), "carol": (0, 6)}

@@ -94,13 +94,15 @@ TEST_CELL = {"grade": True, "locked": True, "schema_version": 3, "solution": Fal
 def test_exercises_follow_the_contract(path):
     """Each exercise is two cells, as nbgrader needs them: the solution cell (the answer between
     nbgrader's markers; metadata: autograded answer), then the locked test cell (metadata:
-    autograder tests, with points) whose first line is `assert check_…(…)`, any hidden tests after
-    it. The reference solution passes its check, which prints one ✅ line and nothing else."""
+    autograder tests, with points) that imports its check again, asserts `check_…(…)` and ends
+    in hidden tests, the first of which judges again with `fresh_check` (checks/_fresh.py). The
+    reference solution passes its check, which prints one ✅ line and nothing else."""
     nb = nbformat.read(path, as_version=4)
     solutions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
     minimum = 1 if path.name.startswith("00_") else 2
     assert len(solutions) >= minimum, f"{path.name} has {len(solutions)} exercises; needs at least {minimum}"
-    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+              if "nbgrader" in c.metadata and c.cell_type == "code"]
     assert len(graded) == 2 * len(solutions) and len(set(graded)) == len(graded), f"{path.name}: grade ids {graded}"
     for index in solutions:
         cell, test = nb.cells[index], nb.cells[index + 1]
@@ -113,10 +115,17 @@ def test_exercises_follow_the_contract(path):
         test_meta = test.metadata.get("nbgrader", {})
         assert {k: test_meta.get(k) for k in TEST_CELL} == TEST_CELL, f"{path.name} cell {index + 1}: {test_meta}"
         assert test_meta["grade_id"] == meta["grade_id"] + "_test" and test_meta["points"] >= 1
-        first, *rest = test.source.split("\n")
-        assert re.fullmatch(r"assert check_\w+\(\w+\)", first), f"{path.name} cell {index + 1}: {first!r}"
-        hidden = "\n".join(rest).strip()
-        assert not hidden or (hidden.startswith("### BEGIN HIDDEN TESTS") and hidden.endswith("### END HIDDEN TESTS"))
+        visible, _, hidden = test.source.partition("### BEGIN HIDDEN TESTS")
+        shape = re.fullmatch(r"# imported again here, so no earlier cell can change which check runs\n"
+                             r"from course_utils\.checks import (check_\w+)\n\nassert \1\((\w+)\)\n\n",
+                             visible)
+        assert shape, f"{path.name} cell {index + 1}: {visible!r}"
+        check, answer = shape.groups()
+        # every exercise has a hidden test: its check again, from a copy no cell can have patched
+        assert hidden.rstrip().endswith("### END HIDDEN TESTS"), f"{path.name} cell {index + 1}"
+        lines = hidden.splitlines()
+        assert f'_check = reload(_fresh).fresh_check("{check}")' in lines, lines
+        assert f"assert _check({answer})" in lines, lines
         assert "SOLUTION" not in test.source
         lines = [line for out in test.outputs if out.output_type == "stream" for line in out.text.splitlines()]
         assert len(lines) == 1 and lines[0].startswith("✅ Correct"), f"{path.name} cell {index + 1}: {lines}"
@@ -197,3 +206,28 @@ def test_nbgrader_markers_appear_only_in_exercise_cells(path):
             continue
         for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
             assert marker not in cell.source, f"{path.name} cell {index} names {marker!r}"
+
+
+WRITTEN_ANSWER = {"grade": True, "solution": True, "locked": False, "task": False}
+
+
+@pytest.mark.parametrize("path", LESSONS[1:], ids=lambda p: p.name)
+def test_every_lesson_has_a_written_question_with_a_marking_guide(path):
+    """Lessons 01-16 each ask one written question (predict, then explain an output the lesson
+    shows), graded by hand in nbgrader: the question, then a markdown answer cell (metadata:
+    manually graded answer, with points) that holds a sample answer and a marking guide whose
+    lines add up to its points; `make student` and nbgrader's release replace that cell."""
+    nb = nbformat.read(path, as_version=4)
+    answers = [i for i, c in enumerate(nb.cells)
+               if c.cell_type == "markdown" and "nbgrader" in c.metadata]
+    assert len(answers) >= 1, f"{path.name} has no written question"
+    for index in answers:
+        cell, question = nb.cells[index], nb.cells[index - 1]
+        meta = cell.metadata["nbgrader"]
+        assert {k: meta.get(k) for k in WRITTEN_ANSWER} == WRITTEN_ANSWER, meta
+        assert re.fullmatch(rf"l{path.name[:2]}_question\d*", meta["grade_id"]), meta
+        assert question.cell_type == "markdown" and question.source.startswith("**Written question.**")
+        assert cell.source.startswith("**Sample answer**") and "**Marking guide**" in cell.source
+        guide = cell.source.split("**Marking guide**")[1]
+        awarded = [int(n) for n in re.findall(r"^- (\d+) points?:", guide, re.M)]
+        assert sum(awarded) == meta["points"] >= 1, (path.name, awarded, meta["points"])

@@ -41,7 +41,10 @@ def test_no_solution_line_survives(path):
     assert copy.metadata.kernelspec == lesson.metadata.kernelspec
     for original, stripped in zip(lesson.cells, copy.cells):
         if stripped.cell_type != "code":
-            assert stripped.source == original.source
+            if original.metadata.get("nbgrader", {}).get("solution"):  # a written answer
+                assert stripped.source == "YOUR ANSWER HERE"
+            else:
+                assert stripped.source == original.source
             continue
         assert "SOLUTION" not in stripped.source
         assert stripped.outputs == [] and stripped.execution_count is None
@@ -53,7 +56,8 @@ def test_no_solution_line_survives(path):
             assert "raises-exception" in stripped.metadata.tags
         elif original.metadata.get("nbgrader", {}).get("grade"):
             assert stripped.source == student.strip_hidden_tests(original.source)
-            assert "HIDDEN" not in stripped.source and stripped.source.startswith("assert check_")
+            assert "HIDDEN" not in stripped.source and "fresh_check" not in stripped.source
+            assert stripped.source.rstrip().split("\n")[-1].startswith("assert check_")
             assert "raises-exception" in stripped.metadata.tags, "Run All goes on past a failing check"
         else:
             assert stripped.source == original.source
@@ -94,7 +98,7 @@ def test_lesson_hidden_tests_run_in_the_lesson_and_vanish_from_the_copy():
         assert cell.execution_count is not None and cell.outputs
         region = cell.source.split(student.BEGIN_HIDDEN)[1].split(student.END_HIDDEN)[0]
         for line in region.strip().splitlines():
-            assert line.strip() not in twin.source
+            assert not line.strip() or line.strip() not in twin.source
         assert "HIDDEN" not in twin.source
 
 

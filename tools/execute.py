@@ -43,14 +43,9 @@ def numerics() -> dict:
     return {"cpu": fingerprint.cpu(), "fingerprint": fingerprint.fingerprint()}
 
 
-# Run after a lesson's last cell, then removed: did the lesson fit a probe (float64 products)?
-_ASK_FITS = "import course_utils.probes\nprint(course_utils.probes.fits_made())"
-
-
 def execute_lesson(path: Path, *, timeout: int = 300, record: dict | None = None) -> float:
     """Run one notebook in a fresh python3 kernel, write it back in place with ``record`` (default:
-    this CPU's ``numerics()``) as its ``numerics`` metadata, less the float64 line if the lesson
-    fitted no probe (so another vendor's BLAS cannot make it lax); return seconds taken."""
+    this CPU's ``numerics()``) as its ``numerics`` metadata; return seconds taken."""
     path = Path(path)
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"path must be an existing .ipynb file, got {path}")
@@ -63,16 +58,11 @@ def execute_lesson(path: Path, *, timeout: int = 300, record: dict | None = None
         record_timing=False,
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
-    nb.cells.append(nbformat.v4.new_code_cell(_ASK_FITS))
     client.execute()
-    fitted = "".join(o.get("text", "") for o in nb.cells.pop().outputs).strip() != "0"
     coalesce_streams(nb)
     elapsed = time.perf_counter() - start
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    record = numerics() if record is None else record
-    if not fitted:  # float64 products never ran: the lesson does not depend on them
-        record = {**record, "fingerprint": fingerprint.float32_lines(record["fingerprint"])}
-    nb.metadata["numerics"] = record
+    nb.metadata["numerics"] = numerics() if record is None else record
     text = nbformat.writes(nb)
     path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     return elapsed

@@ -2,10 +2,10 @@
 
 Seeded float32 work of the kind the lessons do (matmuls of their shapes, attention, LayerNorm,
 log-softmax, ten steps of the course's own training of a capstone-sized model) and one float64
-L-BFGS logistic fit (the logistic probe's method), each reduced to a short sha256 of its bytes.
-The float32 lines are the same on an Intel Xeon and an AMD EPYC (course_utils/reproducible.py);
-the float64 line is not (MKL's double-precision kernels differ by vendor), so a lesson records it
-only if it fitted a probe (tools/execute.py), and only such lessons run lax on the other vendor. It runs after
+logistic-probe fit (the course's own: exact slice products, course_utils/reproducible.py), each
+reduced to a short sha256 of its bytes. Every line is the same on an Intel Xeon and an AMD EPYC
+(the float64 line since course_utils 0.11.0; lessons executed before then record only the
+float32 lines, tools/execute.py, and are checked on those). It runs after
 `import course_utils`, so under the kernels the course pins (course_utils/session.py). REFERENCE
 holds the hashes of the AMD EPYCs that made the first stored outputs; a lesson executed since
 records the fingerprint of the CPU that executed it in its metadata (``numerics``, written by
@@ -16,8 +16,8 @@ and a line that differs names the operation that moved.
     python -m tools.fingerprint --strict LESSON...  # the lessons whose stored outputs this CPU
                                           # reproduces bit for bit (`make test` asks this); a
                                           # one-line note on stderr names the others
-    python -m tools.fingerprint --detail  # the AdamW and L-BFGS lines taken apart, step by step, to
-                                          # find the operation that moves between two CPUs
+    python -m tools.fingerprint --detail  # the training and float64 lines taken apart, step by
+                                          # step, to find the operation that moves between two CPUs
 
 The test suite prints the same report in its header (tests/conftest.py). It was first measured
 as ../shared/tools/numerics_fingerprint.py, our own script, on two CPUs (session.py says which).
@@ -29,16 +29,16 @@ import hashlib
 import os
 import platform
 import re
+import warnings
 from pathlib import Path
 
 import course_utils  # pins the kernels before anything below computes
 import torch
-from course_utils import reproducible
+from course_utils import probes, reproducible
 
 # The hashes under the course's pins (MKL_CBWR=AVX2,STRICT, torch and oneDNN on AVX2, one
-# thread). The float32 lines: an Intel Xeon's, and the same under tools/as_amd.sh (MKL taking its
-# AMD Zen paths; the AMD EPYCs' own lines for the first five were these). The float64 line: the
-# AMD EPYCs' (an Intel Xeon gives another; see FLOAT64_LINE).
+# thread): an Intel Xeon's, and the same under tools/as_amd.py (MKL taking its AMD Zen paths;
+# the AMD EPYCs' own lines for the first five were these).
 REFERENCE = {
     "mm 1024x1024": "a8e265236230",
     "linear 8192x128": "b001aa2dd39b",
@@ -46,9 +46,10 @@ REFERENCE = {
     "layer_norm": "3748ee4a0af4",
     "softmax/exp/log": "39f29e7b8106",
     "10 AdamW steps": "00c912125731",
-    "float64 L-BFGS": "1f1d0e944014",
+    "float64 probe": "27ba66668588",
 }
-FLOAT64_LINE = "float64 L-BFGS"
+FLOAT64_LINE = "float64 probe"
+# The lines every lesson records (a lesson executed before 0.11.0 lacks the float64 one).
 FLOAT32_LINES = frozenset(REFERENCE) - {FLOAT64_LINE}
 PINNED = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")
 
@@ -110,20 +111,15 @@ def fingerprint() -> dict[str, str]:
                            weight_decay=0.1, progress=False)
         hashes["10 AdamW steps"] = _hash(torch.cat([p.flatten() for p in model.parameters()]))
 
+        # the course's float64 probe: a logistic fit and a least-squares fit, exact products
         features = torch.randn(600, 32, generator=g, dtype=torch.float64)
-        labels = (features @ torch.randn(32, 16, generator=g, dtype=torch.float64)).argmax(1)
-        weights = torch.zeros(32, 16, dtype=torch.float64, requires_grad=True)
-        lbfgs = torch.optim.LBFGS([weights], max_iter=200, line_search_fn="strong_wolfe")
-
-        def closure():
-            lbfgs.zero_grad()
-            loss = (torch.nn.functional.cross_entropy(features @ weights, labels, reduction="sum")
-                    + 0.5 * (weights * weights).sum())
-            loss.backward()
-            return loss
-
-        lbfgs.step(closure)
-        hashes["float64 L-BFGS"] = _hash(weights)
+        mixing = torch.randn(32, 16, generator=g, dtype=torch.float64)
+        labels = reproducible.exact_matmul(features, mixing).argmax(1)
+        weights, bias, _ = probes._fit_logistic(
+            reproducible.on_grid(features, probes._FEATURE_BITS), labels, 16)
+        gram = reproducible.exact_matmul(features.T, features)
+        solved = probes._solve_symmetric(gram + torch.eye(32, dtype=torch.float64), mixing)
+        hashes["float64 probe"] = _hash(torch.cat([weights.flatten(), bias, solved.flatten()]))
     finally:
         torch.set_num_threads(threads)
     return hashes
@@ -135,7 +131,8 @@ def detail() -> dict[str, str]:
     plain formula, then one step of the course's AdamW; torch's float32 square root beside the
     correctly rounded one; MKL's float32 products at the shapes the vendors compute differently
     beside the course's route for them (course_utils/reproducible.py); float64 matmul, dot product
-    and cross-entropy gradient (MKL's double-precision kernels: these differ by vendor). Compare
+    and cross-entropy gradient (MKL's double-precision kernels: these differ by vendor) beside
+    the course's exact products and a probe fit's steps (the same on both). Compare
     the printout of two CPUs line by line: the first line that differs names the operation
     (bench/fingerprint_detail.txt holds the lines of the CPUs seen)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -178,6 +175,13 @@ def detail() -> dict[str, str]:
         labels = torch.arange(600) % 16
         torch.nn.functional.cross_entropy(logits, labels, reduction="sum").backward()
         hashes["float64: cross-entropy gradient"] = _hash(b.grad)
+        hashes["float64: course exact_matmul 600x32x16"] = _hash(
+            reproducible.exact_matmul(a, b.detach()))
+        hashes["float64: course exact_matmul transposed"] = _hash(reproducible.exact_matmul(a.t(), a))
+        grid = reproducible.on_grid(a, probes._FEATURE_BITS)
+        for steps in (1, 10, 100):
+            probe_weights = _probe_after(grid, labels, steps)
+            hashes[f"float64: course probe, {steps} L-BFGS steps"] = _hash(probe_weights)
         x = torch.randn(1024, 96, generator=g)
         w = torch.randn(96, 288, generator=g)
         y = torch.randn(1024, 288, generator=g)
@@ -187,6 +191,19 @@ def detail() -> dict[str, str]:
     finally:
         torch.set_num_threads(threads)
     return hashes
+
+
+def _probe_after(features: torch.Tensor, labels: torch.Tensor, steps: int) -> torch.Tensor:
+    """The logistic probe's weights and bias after ``steps`` L-BFGS steps (features on the grid)."""
+    limit = probes.LOGISTIC_MAX_ITER
+    probes.LOGISTIC_MAX_ITER = steps
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # stopped early on purpose
+            weights, bias, _ = probes._fit_logistic(features, labels, int(labels.max()) + 1)
+    finally:
+        probes.LOGISTIC_MAX_ITER = limit
+    return torch.cat([weights.flatten(), bias])
 
 
 def report() -> list[str]:
@@ -204,17 +221,12 @@ def report() -> list[str]:
     if not reproduces_stored_outputs():
         lines.append("verdict: not an x86-64 CPU with AVX2, so stored outputs are not expected to "
                      "reproduce bit for bit (make test runs nbval in lax mode plus the claims tests)")
-    elif moved == [FLOAT64_LINE]:
-        lines.append("verdict: the float32 lines match the reference (the course's arithmetic, the "
-                     "same on Intel and AMD CPUs); the float64 line is another vendor's (MKL's "
-                     "double-precision kernels), so make test checks strictly every lesson that fitted "
-                     "no probe, and a probe lesson only where it was executed on a CPU with this line")
     elif moved:
         lines.append(f"verdict: DIFFERS from the reference in {', '.join(moved)}: make test checks "
                      f"strictly only the lessons whose recorded lines (their metadata) this CPU "
                      f"reproduces, the others in lax mode")
     else:
-        lines.append("verdict: every hash matches the reference (an AMD EPYC's float64 line included)")
+        lines.append("verdict: every hash matches the reference")
     return lines
 
 
@@ -229,14 +241,15 @@ def made_with(path) -> dict[str, str]:
 
 
 def float32_lines(hashes: dict[str, str]) -> dict[str, str]:
-    """The fingerprint without its float64 line: what a lesson that fitted no probe, or a
-    zoo checkpoint, depends on (the lines an Intel and an AMD CPU share)."""
+    """The fingerprint without its float64 line: what a zoo checkpoint depends on (its
+    training makes no float64 product)."""
     return {name: value for name, value in hashes.items() if name in FLOAT32_LINES}
 
 
 def reproduces(recorded: dict[str, str], hashes: dict[str, str]) -> bool:
-    """True if every line a lesson recorded (all float32 lines, the float64 one only if it fitted
-    a probe) has this CPU's value, and the lesson recorded the float32 lines at all."""
+    """True if every line a lesson recorded (all of them; before 0.11.0, the float32 lines and the
+    float64 one only if it fitted a probe) has this CPU's value, and the lesson recorded the
+    float32 lines at all."""
     return bool(recorded) and set(recorded) >= FLOAT32_LINES and all(
         hashes.get(name) == value for name, value in recorded.items())
 

@@ -10,7 +10,9 @@ cell, then a locked test cell ``assert check_…(…)`` (nbgrader metadata: auto
 autograder tests with points). Both are tagged ``raises-exception`` in the copy: Run All goes on
 past a stub and its failing check. A teacher's hidden
 tests, the lines from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` (markers included),
-are removed from the copy, as nbgrader does.
+are removed from the copy, as nbgrader does. A written question's answer cell (markdown,
+nbgrader metadata: manually graded answer) holds the sample answer and the marking guide in the
+lesson; in the copy it reads ``YOUR ANSWER HERE``, as in nbgrader's release.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import nbformat
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text stub for a written answer cell
 LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
 
 
@@ -72,6 +75,8 @@ def student_notebook(lesson: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb.metadata.pop("widgets", None)
     for cell, original in zip(nb.cells, lesson.cells):
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = TEXT_STUB  # a written answer: the sample answer and marking guide go
         if cell.cell_type != "code":
             continue
         cell.outputs = []

@@ -12,6 +12,8 @@ import functools
 import numpy as np
 import torch
 
+from ._guard import course_switched_off, shortcut_in
+
 RTOL, ATOL = 1e-4, 1e-5
 
 
@@ -43,18 +45,26 @@ def one_line(text: str) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-def call(fn, args: tuple, shown: str):
-    """Call the learner's function; turn its exceptions into a NotYet that names the input."""
+def call(fn, args: tuple, shown: str, allow: tuple[str, ...] = ()):
+    """Call the learner's function with the course's lesson functions switched off (all but
+    the functions named in ``allow``, the exercise's tools; see _guard.py); turn its
+    exceptions into a NotYet that names the input, or the course function it called."""
     if not callable(fn):
         raise NotYet(
             f"expected a function, got {type(fn).__name__}. Pass the function itself, "
             "e.g. check_x(my_function), not my_function(...)."
         )
     try:
-        return fn(*args)
+        with course_switched_off(allow):
+            return fn(*args)
     except NotImplementedError:
         raise NotYet("your function still raises NotImplementedError: replace that line with your code.") from None
     except Exception as exc:  # noqa: BLE001
+        shortcut = shortcut_in(exc)
+        if shortcut is not None:
+            raise NotYet(f"this calls the course's `{shortcut}`: write it yourself (while a "
+                         f"check runs your function, the course's own versions are switched "
+                         f"off).") from None
         raise NotYet(f"calling it with {shown} raised {type(exc).__name__}: {exc}") from None
 
 

@@ -26,7 +26,14 @@ def check_rope_permutation(permutation_fn) -> str:
     """Check ``permutation_fn(d)`` → [d] indices with x[..., perm] = the halves layout of x."""
     for d in (8, 2, 6, 12):
         shown = f"d = {d}"
-        got = as_array(call(permutation_fn, (d,), shown), (d,), shown, what="a [d] tensor of indices")
+        raw = call(permutation_fn, (d,), shown)
+        kind = getattr(raw, "dtype", None)
+        if kind is not None and not (isinstance(kind, torch.dtype) and not kind.is_floating_point
+                                     and not kind.is_complex and kind != torch.bool
+                                     or isinstance(kind, np.dtype) and kind.kind in "iu"):
+            raise NotYet(f"for {shown} your indices are {kind} numbers, and x[..., perm] needs "
+                         "whole-number indices: build perm from torch.arange (a long tensor).")
+        got = as_array(raw, (d,), shown, what="a [d] tensor of indices")
         expected = _permutation(d)
         if close(got, expected):
             continue
@@ -38,7 +45,9 @@ def check_rope_permutation(permutation_fn) -> str:
             "Odd features first: the first coordinate of pair i is feature 2i, and it goes to place i.":
                 np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]).astype(np.float64),
         }
-        raise NotYet(f"for {shown} expected {fmt(expected)}, got {fmt(got)}." + diagnose(got, mistakes))
+        hint = diagnose(got, mistakes) or (" Pair i is features (2i, 2i+1): x[..., perm] must put "
+                                           "feature 2i at place i and feature 2i+1 at place i + d/2.")
+        raise NotYet(f"for {shown} your perm {fmt(got)} does not give the halves layout." + hint)
     return "x[..., perm] turns interleaved pairs into halves, for 4 widths (d = 2 too)."
 
 
@@ -70,6 +79,11 @@ def check_rope_complex(rope_fn) -> str:
                 _rotate(x, -t, omega, layout="halves"),
             "The frequencies use i/d in the exponent; ω_i = 10000^(−2i/d).":
                 _rotate(x, t, 10_000.0 ** (-np.arange(d // 2) / d)),
+            "The exponent is 4i/d: i already counts pairs (0 .. d/2 − 1), so ω_i = 10000^(−2i/d), "
+            "not 10000^(−2·(2i)/d).": _rotate(x, t, 10_000.0 ** (-4.0 * np.arange(d // 2) / d)),
+            "You rotated row r by its row number r: rotate it by the position given for it, "
+            "positions[r] (a row's place in the tensor is not its position in the text).":
+                _rotate(x, np.arange(n, dtype=np.float64), omega),
         }
         raise NotYet(f"for {shown} expected {fmt(expected)}, got {fmt(got)}." + diagnose(got, mistakes))
     return "a + ib times e^(−iωt) is M_t, for 4 inputs (real positions, one row, d = 2)."
@@ -81,7 +95,7 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
 
 
 def _decode(q, k, v, cache_k, cache_v, *, position, omega, layout="interleaved", rotate_v=False,
-            rerotate_cache=False, rotate_q=True, scale=True, append=True) -> np.ndarray:
+            rerotate_cache=False, rotate_q=True, scale="sqrt", append=True) -> np.ndarray:
     """The new token's attention output with the given (possibly wrong) choices."""
     t = cache_k.shape[0]
     where = np.array([float(position)])
@@ -91,7 +105,7 @@ def _decode(q, k, v, cache_k, cache_v, *, position, omega, layout="interleaved",
     cached = _rotate(cache_k, np.arange(t, dtype=np.float64), omega) if rerotate_cache else cache_k
     keys = np.concatenate([cached, k_rot[None]]) if append else cached
     values = np.concatenate([cache_v, v_new[None]]) if append else cache_v
-    scores = keys @ q_rot / (np.sqrt(q.shape[0]) if scale else 1.0)
+    scores = keys @ q_rot / {"sqrt": np.sqrt(q.shape[0]), "d": q.shape[0], "none": 1.0}[scale]
     return _softmax(scores) @ values
 
 
@@ -99,14 +113,23 @@ def _decode(q, k, v, cache_k, cache_v, *, position, omega, layout="interleaved",
 def check_decode_step(step_fn) -> str:
     """Check ``step_fn(q, k, v, cache_k, cache_v)`` → the new token's output [d] at position t."""
     rng = np.random.default_rng(12)
-    for t, d in ((3, 4), (0, 2), (5, 6), (1, 8)):
+    # the first cache is not square (t + 1 keys ≠ d): a missing transpose shows at once
+    for t, d in ((2, 4), (0, 2), (5, 6), (1, 8)):
         q, k, v = rng.normal(size=(3, d))
         omega = _omega(d)
         cache_k = _rotate(rng.normal(size=(t, d)), np.arange(t, dtype=np.float64), omega)
         cache_v = rng.normal(size=(t, d))
         shown = f"a cache of t = {t} tokens, d = {d}"
         args = tuple(torch.tensor(a) for a in (q, k, v, cache_k.reshape(t, d), cache_v.reshape(t, d)))
-        got = as_array(call(step_fn, args, shown), (d,), shown, what="a [d] tensor")
+        # the exercise hands over rope_rotate: the step is about the cache, not the rotation
+        try:
+            raw = call(step_fn, args, shown, allow=("rope_rotate",))
+        except NotYet as wrong:
+            if "cannot be multiplied" not in str(wrong) and "size mismatch" not in str(wrong):
+                raise
+            raise NotYet(f"{wrong} The scores are q·k_s for every key s, the keys being rows "
+                         "of [t + 1, d]: multiply q by keys.T.") from None
+        got = as_array(raw, (d,), shown, what="a [d] tensor")
         inputs = (q, k, v, cache_k.reshape(t, d), cache_v.reshape(t, d))
         expected = _decode(*inputs, position=t, omega=omega)
         if close(got, expected):
@@ -128,7 +151,9 @@ def check_decode_step(step_fn) -> str:
             "The query must be rotated too, at the same position t as its key.":
                 _decode(*inputs, position=t, omega=omega, rotate_q=False),
             "The scores need the 1/√d scale before the softmax.":
-                _decode(*inputs, position=t, omega=omega, scale=False),
+                _decode(*inputs, position=t, omega=omega, scale="none"),
+            "You divided the scores by d; the scale is 1/√d.":
+                _decode(*inputs, position=t, omega=omega, scale="d"),
         }
         if t:
             mistakes["The new token must attend to itself too: append its rotated key and its value "

@@ -1,0 +1,62 @@
+"""TEACHERS_GUIDE.md stays true: it is written from the lessons and bench/, and a fresh
+build must equal the committed file (issue 41)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+from conftest import LESSONS, ROOT
+
+from tools import teachers_guide
+
+
+def test_the_committed_guide_is_what_the_lessons_and_bench_say():
+    bench = json.loads((ROOT / "bench" / "results.json").read_text(encoding="utf-8"))
+    fresh = teachers_guide.guide_text(LESSONS, bench)
+    assert (ROOT / "TEACHERS_GUIDE.md").read_text(encoding="utf-8") == fresh, (
+        "TEACHERS_GUIDE.md is out of date: run python -m tools.teachers_guide"
+    )
+
+
+def test_every_lesson_says_what_it_teaches_and_what_it_needs_in_its_opening():
+    for path in LESSONS:
+        opening = nbformat.read(path, as_version=4).cells[0].source
+        facts = teachers_guide.lesson_facts(path, {})
+        assert facts["objective"], (
+            f"{path.name}: no 'After this lesson you can ...' paragraph"
+        )
+        assert facts["needs"], f"{path.name}: no '**You need:**' line"
+        needed = [int(n) for n in re.findall(r"\b(\d\d)\b", facts["needs"])]
+        assert all(n < int(path.name[:2]) for n in needed), (
+            f"{path.name} needs a later lesson"
+        )
+        assert "**You need:**" in opening
+
+
+def test_the_guide_counts_exercises_points_and_hidden_tests(tmp_path):
+    facts = teachers_guide.lesson_facts(
+        LESSONS[1], {"lessons": {LESSONS[1].stem: {"seconds": 3.0, "peak_mb": 300.0}}}
+    )
+    assert [e["id"] for e in facts["exercises"]] == [
+        "l01_attention",
+        "l01_permutation_matrix",
+        "l01_causal_mask",
+    ]
+    assert all(e["points"] == 1 and e["hidden"] >= 1 for e in facts["exercises"])
+    assert facts["exercises"][0]["hidden"] == 2  # the fresh check and the example test
+    assert facts["seconds"] == 3.0 and facts["peak_mb"] == 300.0
+    low, high = facts["student_minutes"]
+    assert high - low == 15 and low >= 3 * teachers_guide.MINUTES_PER_EXERCISE
+
+
+def test_lesson_00s_map_shows_what_each_lesson_needs():
+    table = nbformat.read(LESSONS[0], as_version=4).cells[2].source
+    rows = dict(re.findall(r"^\| (\d\d) \|.*\| ([^|]*) \|$", table, re.M))
+    assert sorted(rows) == [path.name[:2] for path in LESSONS]
+    for path in LESSONS:
+        needs = teachers_guide.lesson_facts(path, {})["needs"]
+        assert rows[path.name[:2]].strip() == (
+            ", ".join(re.findall(r"\b(\d\d)\b", needs)) or "—"
+        ), path.name
