@@ -128,3 +128,14 @@ def test_a_lesson_recorded_without_the_float64_line_is_checked_on_the_others(tmp
     assert strict == [str(plain)] and lax == [str(probed)] and fingerprint.FLOAT64_LINE in note
     older = _lesson(tmp_path, "02_older.ipynb", {"attention": fingerprint.REFERENCE["attention"]})
     assert fingerprint.split_lessons([older], dict(fingerprint.REFERENCE))[0] == []
+
+
+def test_every_lesson_was_executed_with_the_reference_arithmetic():
+    """Each lesson's recorded lines are REFERENCE's, so on a CPU that matches REFERENCE (an
+    Intel Xeon, an AMD EPYC) make test checks every lesson strictly; a change to the course's
+    arithmetic that moves a line must re-execute the lessons (make execute)."""
+    from conftest import LESSONS
+
+    stale = [path.name for path in LESSONS
+             if not fingerprint.reproduces(fingerprint.made_with(path), fingerprint.REFERENCE)]
+    assert not stale, f"executed with another fingerprint: {stale}"

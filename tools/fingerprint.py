@@ -46,7 +46,7 @@ REFERENCE = {
     "layer_norm": "3748ee4a0af4",
     "softmax/exp/log": "39f29e7b8106",
     "10 AdamW steps": "00c912125731",
-    "float64 probe": "27ba66668588",
+    "float64 probe": "7713d3cab4bb",
 }
 FLOAT64_LINE = "float64 probe"
 # The lines every lesson records (a lesson executed before 0.11.0 lacks the float64 one).
