@@ -95,8 +95,9 @@ def test_exercises_follow_the_contract(path):
     """Each exercise is two cells, as nbgrader needs them: the solution cell (the answer between
     nbgrader's markers; metadata: autograded answer), then the locked test cell (metadata:
     autograder tests, with points) that imports its check again, asserts `check_…(…)` and ends
-    in hidden tests, the first of which judges again with `fresh_check` (checks/_fresh.py). The
-    reference solution passes its check, which prints one ✅ line and nothing else."""
+    in hidden tests: the check again with `fresh_check` (checks/_fresh.py), then asserts on
+    fresh inputs against the formula written out. The reference solution passes its check,
+    which prints one ✅ line and nothing else."""
     nb = nbformat.read(path, as_version=4)
     solutions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
     minimum = 1 if path.name.startswith("00_") else 2
@@ -126,6 +127,10 @@ def test_exercises_follow_the_contract(path):
         lines = hidden.splitlines()
         assert f'_check = reload(_fresh).fresh_check("{check}")' in lines, lines
         assert f"assert _check({answer})" in lines, lines
+        # ... and asserts on fresh inputs against the formula itself, not through a check
+        fresh = hidden.split("# fresh inputs", 1)
+        assert len(fresh) == 2 and "assert " in fresh[1], f"{path.name} cell {index + 1}"
+        assert not re.search(r"check_|course_utils", fresh[1]), fresh[1]
         assert "SOLUTION" not in test.source
         lines = [line for out in test.outputs if out.output_type == "stream" for line in out.text.splitlines()]
         assert len(lines) == 1 and lines[0].startswith("✅ Correct"), f"{path.name} cell {index + 1}: {lines}"

@@ -44,8 +44,8 @@ def test_the_guide_counts_exercises_points_and_hidden_tests(tmp_path):
         "l01_permutation_matrix",
         "l01_causal_mask",
     ]
-    assert all(e["points"] == 1 and e["hidden"] >= 1 for e in facts["exercises"])
-    assert facts["exercises"][0]["hidden"] == 2  # the fresh check and the example test
+    # the fresh check, then at least one assert on fresh inputs
+    assert all(e["points"] == 1 and e["hidden"] >= 2 for e in facts["exercises"])
     assert facts["seconds"] == 3.0 and facts["peak_mb"] == 300.0
     low, high = facts["student_minutes"]
     assert high - low == 15 and low >= 3 * teachers_guide.MINUTES_PER_EXERCISE

@@ -60,7 +60,7 @@ def lesson_facts(path: Path, bench: dict) -> dict:
         if meta.get("grade") and cell.cell_type == "code":
             hidden = HIDDEN.search(cell.source)
             asserts = (
-                len(re.findall(r"^assert ", hidden.group(1), re.M)) if hidden else 0
+                len(re.findall(r"^\s*assert ", hidden.group(1), re.M)) if hidden else 0
             )
             exercises.append(
                 {
