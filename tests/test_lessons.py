@@ -117,7 +117,7 @@ def test_exercises_follow_the_contract(path):
         assert {k: test_meta.get(k) for k in TEST_CELL} == TEST_CELL, f"{path.name} cell {index + 1}: {test_meta}"
         assert test_meta["grade_id"] == meta["grade_id"] + "_test" and test_meta["points"] >= 1
         visible, _, hidden = test.source.partition("### BEGIN HIDDEN TESTS")
-        shape = re.fullmatch(r"# imported again here, so no earlier cell can change which check runs\n"
+        shape = re.fullmatch(r"# graded with its own import of the check; if it fails, the ❌ line says what to fix\n"
                              r"from course_utils\.checks import (check_\w+)\n\nassert \1\((\w+)\)\n\n",
                              visible)
         assert shape, f"{path.name} cell {index + 1}: {visible!r}"
