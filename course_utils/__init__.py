@@ -20,7 +20,7 @@ table):
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
              attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
-             rope_base, rope_precision, qk_norm, mla, interleaving, reproducible
+             rope_base, rope_precision, qk_norm, mla, interleaving, reproducible, exact
                                             position math and measurements, free of models
     floor 3  models, vit, input_codes       the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
@@ -248,4 +248,4 @@ __all__ = [
     "yarn_ramp",
     "zoo_manifest",
 ]
-__version__ = "0.11.0"
+__version__ = "0.12.0"

@@ -23,7 +23,7 @@ import warnings
 
 import torch
 
-from . import _validate, reproducible
+from . import _validate, exact
 
 # The logistic probe's settings, fixed so every lesson reads with the same instrument: a
 # weak L2 penalty (strength 1/C) on standardised features, so the probe can make the
@@ -49,7 +49,7 @@ _LBFGS_HISTORY = 20
 # The same bits on every CPU. A float64 product computed by MKL differs in its last bits
 # between Intel and AMD CPUs, and L-BFGS, hundreds of steps long, carries such
 # differences into the weights (12 of the lessons' 170 fits predicted some row
-# differently, emulated). So every product here is reproducible.exact_matmul's (exact
+# differently, emulated). So every product here is exact.exact_matmul's (exact
 # slices, added in one fixed order), every other operation is torch's own elementwise or
 # reduction code, and the features are first put on a grid of _FEATURE_BITS bits (one
 # power of two for all entries, at most about 1e-6 of the largest standardised feature),
@@ -142,11 +142,11 @@ def linear_probe(
     classes = int(labels.max()) + 1
     targets = torch.nn.functional.one_hot(labels, classes).double()
     x = design[fit]
-    gram = reproducible.exact_matmul(x.T, x)
+    gram = exact.exact_matmul(x.T, x)
     gram += ridge * torch.eye(x.shape[1], dtype=x.dtype)
-    weights = _solve_symmetric(gram, reproducible.exact_matmul(x.T, targets[fit]))
+    weights = _solve_symmetric(gram, exact.exact_matmul(x.T, targets[fit]))
     return _result(
-        reproducible.exact_matmul(design, weights).argmax(dim=1), labels, fit, test
+        exact.exact_matmul(design, weights).argmax(dim=1), labels, fit, test
     )
 
 
@@ -192,6 +192,7 @@ def _lbfgs(objective, start: torch.Tensor) -> tuple[torch.Tensor, float]:
     theta = start
     value, grad = objective(theta)
     steps, changes, curvatures = [], [], []  # s_i, y_i, 1 / (y_i · s_i)
+    scale = 1.0  # H's initial scale, s·y / y·y of the newest pair
     for iteration in range(LOGISTIC_MAX_ITER):
         largest = grad.abs().max().item()
         if largest <= _LBFGS_TARGET:
@@ -202,8 +203,7 @@ def _lbfgs(objective, start: torch.Tensor) -> tuple[torch.Tensor, float]:
             alphas.append(rho * _dot(s, direction))
             direction.add_(y, alpha=-alphas[-1])
         if steps:
-            step, change = steps[-1], changes[-1]
-            direction.mul_(_dot(step, change) / _dot(change, change))
+            direction.mul_(scale)
         for s, y, rho, alpha in zip(steps, changes, curvatures, reversed(alphas)):
             direction.add_(s, alpha=alpha - rho * _dot(y, direction))
         slope = _dot(grad, direction)
@@ -222,22 +222,21 @@ def _lbfgs(objective, start: torch.Tensor) -> tuple[torch.Tensor, float]:
             if t < 1e-20:
                 return theta, largest  # no step lowers the value: as far as it goes
         s, y = trial - theta, trial_grad - grad
-        ys = _dot(y, s)
-        if ys > 1e-10 * _dot(y, y):  # keep only pairs with positive curvature
+        ys, yy = _dot(y, s), _dot(y, y)
+        if ys > 1e-10 * yy:  # keep only pairs with positive curvature
             steps.append(s), changes.append(y), curvatures.append(1.0 / ys)
+            scale = ys / yy
             if len(steps) > _LBFGS_HISTORY:
                 del steps[0], changes[0], curvatures[0]
         theta, value, grad = trial, trial_value, trial_grad
     return theta, grad.abs().max().item()
 
 
-def _scores(x: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """x W + b, x [n, d] on the probe's grid (_FEATURE_BITS), the same bits on every
-    CPU."""
-    return (
-        reproducible.exact_matmul(x, weights, a_bits=_FEATURE_BITS, bits=_PRODUCT_BITS)
-        + bias
-    )
+def _scores(x: exact.ExactProduct, weights: torch.Tensor,
+            bias: torch.Tensor) -> torch.Tensor:
+    """x W + b for x [n, d] on the probe's grid (_FEATURE_BITS), prepared as an
+    ExactProduct: the same bits on every CPU."""
+    return x(weights, bits=_PRODUCT_BITS) + bias
 
 
 def _fit_logistic(
@@ -246,7 +245,7 @@ def _fit_logistic(
     """Weights W [d, classes] and bias b [classes] minimising the mean cross-entropy of
     xW + b against ``y`` [n] plus |W|² / (2·C·n): scikit-learn's multinomial objective
     with C = LOGISTIC_C, bias unpenalised. ``x`` [n, d] lies on the probe's grid
-    (reproducible.on_grid with _FEATURE_BITS). Full-batch L-BFGS in float64 from zeros,
+    (exact.on_grid with _FEATURE_BITS). Full-batch L-BFGS in float64 from zeros,
     the gradient written out (softmax minus one-hot): deterministic, and the same bits
     on every CPU."""
     n, d = x.shape
@@ -255,17 +254,18 @@ def _fit_logistic(
     # d loss / d scores = (softmax − one-hot) / n, so the gradient is
     # (xᵀ·softmax − xᵀ·one-hot) / n: the second product once, the first on
     # probabilities, all below 1
-    targets = reproducible.exact_matmul(x.T, one_hot, a_bits=_FEATURE_BITS, b_top=1)
+    rows = exact.ExactProduct(x, _FEATURE_BITS)
+    columns = exact.ExactProduct(x.T, _FEATURE_BITS)
+    targets = columns(one_hot, b_top=1)
     counts, labels = one_hot.sum(dim=0), y[:, None]
 
     def objective(theta: torch.Tensor) -> tuple[float, torch.Tensor]:
         weights, bias = theta[:size].view(d, classes), theta[size:]
-        scores = _scores(x, weights, bias)
+        scores = _scores(rows, weights, bias)
         fit_term = -torch.log_softmax(scores, dim=1).gather(1, labels).sum() / n
         loss = fit_term + (weights * weights).sum(dim=1).sum() / (2 * LOGISTIC_C * n)
         p = torch.softmax(scores, dim=1)
-        grad_w = reproducible.exact_matmul(x.T, p, a_bits=_FEATURE_BITS,
-                                           bits=_PRODUCT_BITS, b_top=1)
+        grad_w = columns(p, bits=_PRODUCT_BITS, b_top=1)
         grad_w = (grad_w - targets) / n + weights / (LOGISTIC_C * n)
         grad_b = (p.sum(dim=0) - counts) / n
         return loss.item(), torch.cat([grad_w.reshape(-1), grad_b])
@@ -307,11 +307,12 @@ def logistic_probe(
     classes = labels[fit].unique()
     if len(classes) == 1:
         return _result(torch.full_like(labels, int(classes[0])), labels, fit, test)
-    x = reproducible.on_grid(_standardised(features, fit), _FEATURE_BITS)
+    x = exact.on_grid(_standardised(features, fit), _FEATURE_BITS)
     weights, bias, converged = _fit_logistic(
         x[fit], torch.searchsorted(classes, labels[fit]), len(classes)
     )
-    predicted = classes[_scores(x, weights, bias).argmax(dim=1)]
+    scores = _scores(exact.ExactProduct(x, _FEATURE_BITS), weights, bias)
+    predicted = classes[scores.argmax(dim=1)]
     return _result(predicted, labels, fit, test, converged)
 
 

@@ -18,8 +18,8 @@ on an Intel machine):
   those shapes through MKL calls that both vendors compute alike, arranged so that the
   result is the Xeon's, bit for bit (``_product``).
 - **float64 products.** MKL's double-precision kernels differ by vendor at every shape
-  tried. The probes' and lesson 13's float64 products go through ``exact_matmul``:
-  products cut into slices whose sums no order can round, added in one fixed order.
+  tried. The probes' and lesson 13's float64 products go through exact.py's
+  ``exact_matmul`` instead.
 """
 
 from __future__ import annotations
@@ -27,7 +27,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import _validate
+from . import _validate, exact
+from ._deprecation import moved
+
+# Moved in 0.12 to exact.py, the float64 products' own module.
+__getattr__ = moved(__name__, {name: getattr(exact, name)
+                               for name in ("exact_matmul", "grid_split", "on_grid")},
+                    since="0.12")
 
 
 def correctly_rounded_sqrt(x: torch.Tensor) -> torch.Tensor:
@@ -190,18 +196,27 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         # the first ONE_RUN terms in one run; then the carried sum (width w) and the
         # remaining k - ONE_RUN terms in a second, one run too while w ≤ 2·ONE_RUN - k
         first, width = ONE_RUN, 2 * ONE_RUN - k
+        alike = a.ndim == b.ndim <= 3 and a.shape[:-2] == b.shape[:-2]
         parts = []
         for start in range(0, n, width):
             columns = b[..., start:start + width]
             w = columns.shape[-1]
-            partial = _product(a[..., :first], columns[..., :first, :])  # [..., m, w]
-            eye = torch.eye(w, dtype=b.dtype).expand(*b.shape[:-2], w, w)
-            rest = a[..., first:].expand(*partial.shape[:-1], k - first)
-            carried = torch.cat([partial, rest], -1)  # [..., m, w + k - first]
+            # [..., m, w + k - first]: the partial sum, then a's remaining terms
+            if alike and _portable(m, first, w, a.ndim == 3):  # into place, no copy
+                carried = torch.empty(*a.shape[:-1], w + k - first, dtype=a.dtype)
+                mm = torch.mm if a.ndim == 2 else torch.bmm
+                mm(a[..., :first], columns[..., :first, :], out=carried[..., :w])
+            else:
+                partial = _product(a[..., :first], columns[..., :first, :])
+                carried = torch.empty(*partial.shape[:-1], w + k - first, dtype=a.dtype)
+                carried[..., :w] = partial
+            carried[..., w:] = a[..., first:]
             # [..., w + k - first, w]: the identity under the carried sum, then the rest
-            stacked = torch.cat([eye, columns[..., first:, :]], -2)
+            stacked = torch.empty(*columns.shape[:-2], w + k - first, w, dtype=b.dtype)
+            stacked[..., :w, :] = torch.eye(w, dtype=b.dtype)
+            stacked[..., w:, :] = columns[..., first:, :]
             parts.append(_product(carried, stacked))
-        return torch.cat(parts, -1)
+        return parts[0] if len(parts) == 1 else torch.cat(parts, -1)
     if k % 2 == 1 and ONE_RUN_XEON < k <= ODD_UP_TO:
         return _product(pad(a, (0, 1)), pad(b, (0, 0, 0, 1)))
     pad_m, pad_n = max(0, SMALL_ROWS - m), max(0, SMALL_COLUMNS - n)
@@ -219,9 +234,11 @@ class _Linear(torch.autograd.Function):
     def forward(x, weight, bias, stacked):
         lead = 1 if stacked else 0
         rows = x.reshape(*x.shape[:lead], -1, x.shape[-1])
+        if not stacked and _portable(rows.shape[0], x.shape[-1], weight.shape[0]):
+            return torch.nn.functional.linear(x, weight, bias)  # bias fused: faster
         out = _product(rows, weight.transpose(-1, -2))
         if bias is not None:
-            out = out + (bias.unsqueeze(-2) if stacked else bias)
+            out += bias.unsqueeze(-2) if stacked else bias
         return out.reshape(*x.shape[:-1], weight.shape[-2])
 
     @staticmethod
@@ -310,123 +327,3 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
-
-
-# float64 products. A sum of k products a_i·b_i is exact, in any order, with or without
-# fused multiply-adds, when every a_i is an integer below 2^p times one power of two,
-# every b_i an integer below 2^q times another, and k·2^(p+q) <= 2^53: no partial sum
-# then needs rounding, so MKL's order (which differs by CPU vendor) cannot matter. So
-# the operands are cut into slices of few bits each and the slices are multiplied in
-# sums of at most 2^_CHUNK_BITS terms, each exact; the partial products are then added
-# in one fixed order by torch's own elementwise code (the error-free splitting of Ozaki,
-# Ogita, Oishi & Rump, "Error-free transformations of matrix multiplication by using
-# fast routines of matrix multiplication and its applications", Numer. Algorithms 59,
-# 2012).
-_MANTISSA = 53
-_CHUNK_BITS = 6  # exact sums of 64 terms; the chunks' sums are added by torch.sum
-_SLICE_BITS = (_MANTISSA - _CHUNK_BITS - 1) // 2  # per operand when both are cut (23)
-_SLICES = 3  # 3 × 23 bits of each operand: past float64's 53
-
-
-def _power_of_two(exponent: torch.Tensor) -> torch.Tensor:
-    """2.0 ** exponent in float64, exactly (its bits written directly), for integer
-    exponents of normal numbers (clamped to -1022 .. 1023)."""
-    biased = exponent.to(torch.int64).clamp(-1022, 1023) + 1023
-    return (biased << 52).view(torch.float64)
-
-
-def grid_split(m: torch.Tensor, bits: int, parts: int, dim: int,
-               stack: int = 0, top: int | None = None) -> torch.Tensor:
-    """float64 ``m`` as ``parts`` slices that add up to it (up to the last slice's
-    rounding, below 2^-(bits·parts) of each line's largest entry), stacked on a new axis
-    at ``stack`` (0: [parts, *m.shape]). In a slice, the entries along ``dim`` are
-    integers of size at most 2^bits times a power of two they share: 2^(e - bits), where
-    2^e exceeds the line's largest entry, or 2^(top - bits) for all lines when every
-    entry is known to be below 2^top."""
-    if top is None:
-        top = torch.frexp(m.abs().amax(dim=dim, keepdim=True))[1]  # largest < 2^top
-        # x + 1.5·2^52·unit - 1.5·2^52·unit: x rounded to the nearest multiple of unit
-        shift = _power_of_two(top - bits + 52) * 1.5
-    else:
-        shift = 1.5 * 2.0 ** (top - bits + 52)
-    shape = list(m.shape)
-    slices = torch.empty(shape[:stack] + [parts] + shape[stack:], dtype=m.dtype)
-    rest = m
-    for i in range(parts):
-        part = slices.select(stack, i)
-        torch.sub(rest + shift, shift, out=part)
-        if i + 1 < parts:
-            rest = rest - part
-            shift = shift * 2.0 ** -bits
-    return slices
-
-
-def on_grid(x: torch.Tensor, bits: int) -> torch.Tensor:
-    """float64 ``x`` rounded to the multiples of 2^(e - bits), where 2^e exceeds its
-    largest entry: one power of two shared by all entries, so ``exact_matmul`` can use
-    it whole (``a_bits=bits``)."""
-    unit = _power_of_two(torch.frexp(x.abs().max())[1] - bits)
-    return torch.round(x / unit) * unit
-
-
-def _chunked_sum_of_products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a [m, k] @ b [k, n] as exact sums of 2^_CHUNK_BITS terms (one batched product),
-    then added chunk after chunk (torch.sum over the chunk axis)."""
-    m, k = a.shape
-    chunk = 1 << _CHUNK_BITS
-    if k <= chunk:
-        return a @ b
-    pad = -k % chunk
-    if pad:
-        a = torch.nn.functional.pad(a, (0, pad))
-        b = torch.nn.functional.pad(b, (0, 0, 0, pad))
-    chunks = a.shape[1] // chunk
-    if a.stride(0) == 1:  # a transposed matrix: chunks of its rows, read as transposed
-        a = a.T.reshape(chunks, chunk, m).transpose(1, 2)
-    else:
-        a = a.reshape(m, chunks, chunk).transpose(0, 1)
-    return torch.bmm(a, b.reshape(chunks, chunk, -1)).sum(dim=0)
-
-
-def exact_matmul(a: torch.Tensor, b: torch.Tensor, *, a_bits: int | None = None,
-                 bits: int = _MANTISSA, b_top: int | None = None) -> torch.Tensor:
-    """a [m, k] @ b [k, n] in float64 with the same bytes whatever BLAS computes it.
-
-    Each slice product is exact; only the fixed-order additions of slices and chunks
-    round, so the result is within a few units in the last place of the true product,
-    for lines of similar size. ``a_bits``: a is already on a grid of ``a_bits`` bits
-    shared by all its entries (``on_grid``), so only b is cut, into slices of
-    53 - a_bits - 7 bits, enough of them for ``bits`` bits of each column of b. Else
-    both are cut, into 3 slices of 23 bits. ``b_top``: every entry of b is below
-    2^b_top in size (softmax probabilities: 1), so b's slices share one grid and its
-    largest entries need not be looked up.
-    """
-    if a.dtype != torch.float64 or b.dtype != torch.float64:
-        raise TypeError(f"a and b must be float64, got {a.dtype} and {b.dtype}")
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"a and b must be matrices [m, k] and [k, n], got "
-                         f"{tuple(a.shape)} and {tuple(b.shape)}")
-    n = b.shape[1]
-    if a_bits is None:
-        a_parts = grid_split(a, _SLICE_BITS, _SLICES, dim=1)
-        b_parts = grid_split(b, _SLICE_BITS, _SLICES, dim=0, stack=1)
-        pairs = [(i, j) for i in range(_SLICES) for j in range(_SLICES)
-                 if i + j < _SLICES]
-    else:
-        b_bits = _MANTISSA - a_bits - _CHUNK_BITS - 1
-        if b_bits < 8:
-            raise ValueError(f"a_bits must leave b 8 bits a slice, got {a_bits}")
-        a_parts = a[None]
-        b_parts = grid_split(b, b_bits, -(-bits // b_bits), dim=0, stack=1, top=b_top)
-        pairs = [(0, j) for j in range(b_parts.shape[1])]
-    rows = a_parts.reshape(-1, a.shape[1])  # [a_parts·m, k]
-    cols = b_parts.reshape(b.shape[0], -1)  # [k, b_parts·n]
-    full = _chunked_sum_of_products(rows, cols)
-    m = a.shape[0]
-    blocks = [full[i * m:(i + 1) * m, j * n:(j + 1) * n] for i, j in pairs]
-    if len(blocks) == 1:
-        return blocks[0]
-    total = blocks[-1] + blocks[-2]  # the smallest slices first
-    for block in reversed(blocks[:-2]):
-        total += block
-    return total

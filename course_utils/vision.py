@@ -16,7 +16,7 @@ import warnings
 
 import torch
 
-from . import _validate, digits, grid_codes, reproducible, vit
+from . import _validate, digits, exact, grid_codes, vit
 from ._deprecation import moved
 from .layers import ResidualFeatures
 from .training import History, train
@@ -113,7 +113,7 @@ def embedded_patches(model: TinyViT, patches: torch.Tensor, *, with_code: bool =
     layer = model.patch_embedding
     rows = patches.double().reshape(-1, patches.shape[-1])  # [N·n, patch_dim]
     # exact_matmul: float64 products with the same bits on every CPU (MKL's differ by vendor)
-    x = reproducible.exact_matmul(rows, layer.weight.double().T) + layer.bias.double()
+    x = exact.exact_matmul(rows, layer.weight.double().T) + layer.bias.double()
     x = x.reshape(*patches.shape[:-1], model.d_model)
     code = model.code() if with_code else None
     if code is not None:

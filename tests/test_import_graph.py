@@ -155,6 +155,8 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     ("attention_positions", "RelativeBias", "biases"), ("attention_positions", "rope_rotate", "rope"),
     ("vision", "rope_rotate_2d", "grid_codes"), ("vision", "RESIZE_MODES", "grid_codes"),
     ("models", "LearnedPosition", "input_codes"), ("models", "SinusoidalPosition", "input_codes"),
+    ("reproducible", "exact_matmul", "exact"), ("reproducible", "on_grid", "exact"),
+    ("reproducible", "grid_split", "exact"),
 ])
 def test_a_moved_name_still_imports_from_its_old_module_with_a_warning(old, name, new):
     """Names that 0.2 moved down a floor stay importable where they were, for a release, and the

@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from course_utils import probes, reproducible
+from course_utils import exact, probes
 from course_utils.probes import linear_probe, logistic_probe, variance_explained
 
 
@@ -165,7 +165,7 @@ def test_probes_do_not_depend_on_the_order_of_a_products_terms(monkeypatch):
     y = torch.randint(0, 6, (300,), generator=g)
     x = centres[y] + 2.0 * torch.randn(300, 40, generator=g, dtype=torch.float64)
     before = (probes.logistic_probe(x, y), probes.linear_probe(x, y))
-    weights = probes._fit_logistic(reproducible.on_grid(x, probes._FEATURE_BITS), y, 6)
+    weights = probes._fit_logistic(exact.on_grid(x, probes._FEATURE_BITS), y, 6)
     real_bmm, real_matmul = torch.bmm, torch.Tensor.__matmul__
     monkeypatch.setattr(torch, "bmm", lambda a, b: real_bmm(a.flip(-1), b.flip(-2)))
     monkeypatch.setattr(torch.Tensor, "__matmul__",
@@ -173,7 +173,7 @@ def test_probes_do_not_depend_on_the_order_of_a_products_terms(monkeypatch):
     reversed_sum = real_matmul(x[:, :40].flip(-1), x.T[:40].flip(-2))
     assert not torch.equal(reversed_sum, real_matmul(x, x.T))  # the order does matter
     assert (probes.logistic_probe(x, y), probes.linear_probe(x, y)) == before
-    again = probes._fit_logistic(reproducible.on_grid(x, probes._FEATURE_BITS), y, 6)
+    again = probes._fit_logistic(exact.on_grid(x, probes._FEATURE_BITS), y, 6)
     assert all(torch.equal(a, b) for a, b in zip(weights[:2], again[:2]))
 
 
@@ -190,7 +190,7 @@ def test_logistic_probe_fits_scikit_learns_objective(noise, classes):
     y = torch.randint(0, classes, (600,), generator=g)
     x = centres[y] + noise * torch.randn(600, 12, generator=g, dtype=torch.float64)
     fit, _ = probes._split(600, 0.5, 0)
-    standard = reproducible.on_grid(probes._standardised(x, fit), probes._FEATURE_BITS)
+    standard = exact.on_grid(probes._standardised(x, fit), probes._FEATURE_BITS)
     weights, bias, converged = probes._fit_logistic(standard[fit], y[fit], classes)
     assert converged
     reference = LogisticRegression(C=probes.LOGISTIC_C, max_iter=20_000, tol=1e-12)

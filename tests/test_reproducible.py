@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -158,7 +157,7 @@ def test_linear_module_keeps_torchs_parameters_and_works_under_vmap():
 
 _HASHES = """
 import hashlib, torch, course_utils
-from course_utils import reproducible
+from course_utils import exact, reproducible
 torch.set_num_threads(1)
 h = lambda t: hashlib.sha256(t.detach().contiguous().numpy().tobytes()).hexdigest()[:12]
 g = torch.Generator().manual_seed(0)
@@ -174,7 +173,7 @@ b = torch.randn(96, 40, generator=g, dtype=torch.float64)
 labels = torch.arange(300) % 7
 probes = [course_utils.logistic_probe(a, labels), course_utils.linear_probe(a, labels)]
 print(h(x @ w.t()) + h(a @ b), h(reproducible.linear(x, w)) + h(weights)
-      + h(reproducible.exact_matmul(a, b)) + h(reproducible.exact_matmul(a.T, a))
+      + h(exact.exact_matmul(a, b)) + h(exact.exact_matmul(a.T, a))
       + str(probes).replace(" ", ""))
 """
 
@@ -198,62 +197,3 @@ def test_under_mkls_amd_paths_the_course_keeps_its_bytes():
                                                           for r in runs)
     assert raw_native != raw_amd  # the emulation is in force
     assert course_native == course_amd
-
-
-def _true_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b computed in exact rational arithmetic, then rounded once to float64."""
-    rows = [[Fraction(v) for v in row] for row in a.tolist()]
-    cols = [[Fraction(v) for v in col] for col in b.T.tolist()]
-    return torch.tensor([[float(sum(x * y for x, y in zip(r, c))) for c in cols]
-                         for r in rows], dtype=torch.float64)
-
-
-@pytest.mark.parametrize("m, k, n", [(3, 5, 2), (4, 64, 3), (2, 200, 5), (5, 1000, 2)])
-def test_exact_matmul_is_the_true_product_to_a_few_units_in_the_last_place(m, k, n):
-    """Slices multiplied exactly and added in a fixed order: at most a few roundings away
-    from the true product (entries spanning 2^±20, so a plain sum cancels badly)."""
-    g = torch.Generator().manual_seed(k)
-    a = torch.randn(m, k, generator=g, dtype=torch.float64)
-    a *= torch.exp2(torch.randint(-20, 20, (m, k), generator=g).double())
-    b = torch.randn(k, n, generator=g, dtype=torch.float64)
-    true = _true_product(a, b)
-    scale = (a.abs() @ b.abs()) * 2.0 ** -52  # the size of one rounding of the terms
-    assert ((reproducible.exact_matmul(a, b) - true).abs() <= 4 * scale).all()
-    grid = reproducible.on_grid(a, 26)
-    true = _true_product(grid, b)
-    error = (reproducible.exact_matmul(grid, b, a_bits=26) - true).abs()
-    assert (error <= 4 * (grid.abs() @ b.abs()) * 2.0 ** -52).all()
-
-
-def test_exact_matmul_does_not_depend_on_the_order_of_a_chunks_terms():
-    """Within a chunk of 64 terms every partial sum is exact, so any order gives the same
-    bits (a plain float64 product does not)."""
-    g = torch.Generator().manual_seed(5)
-    a = torch.randn(30, 64, generator=g, dtype=torch.float64)
-    b = torch.randn(64, 20, generator=g, dtype=torch.float64)
-    order = torch.randperm(64, generator=g)
-    assert torch.equal(reproducible.exact_matmul(a, b),
-                       reproducible.exact_matmul(a[:, order], b[order]))
-    assert not torch.equal(a @ b, a[:, order] @ b[order])
-
-
-def test_grid_split_slices_add_up_and_share_their_grid():
-    g = torch.Generator().manual_seed(6)
-    m = torch.randn(50, 7, generator=g, dtype=torch.float64) * 1e3
-    slices = reproducible.grid_split(m, 20, 3, dim=0)
-    assert slices.shape == (3, 50, 7)
-    assert ((slices.sum(0) - m).abs() <= m.abs().amax(0) * 2.0 ** -60).all()
-    top = torch.frexp(m.abs().amax(0))[1]
-    for i, part in enumerate(slices):
-        units = part / torch.exp2((top - 20 * (i + 1)).double())
-        assert torch.equal(units, units.round()) and units.abs().max() <= 2**20
-
-
-def test_exact_matmul_checks_its_arguments():
-    a = torch.ones(3, 4, dtype=torch.float64)
-    with pytest.raises(TypeError, match="float64"):
-        reproducible.exact_matmul(a.float(), a.T.float())
-    with pytest.raises(ValueError, match=r"\[m, k\] and \[k, n\]"):
-        reproducible.exact_matmul(a, a)
-    with pytest.raises(ValueError, match="a_bits"):
-        reproducible.exact_matmul(a, a.T, a_bits=50)

@@ -2,7 +2,7 @@
 
 Seeded float32 work of the kind the lessons do (matmuls of their shapes, attention, LayerNorm,
 log-softmax, ten steps of the course's own training of a capstone-sized model) and one float64
-logistic-probe fit (the course's own: exact slice products, course_utils/reproducible.py), each
+logistic-probe fit (the course's own: exact slice products, course_utils/exact.py), each
 reduced to a short sha256 of its bytes. Every line is the same on an Intel Xeon and an AMD EPYC
 (the float64 line since course_utils 0.11.0; lessons executed before then record only the
 float32 lines, tools/execute.py, and are checked on those). It runs after
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import course_utils  # pins the kernels before anything below computes
 import torch
-from course_utils import probes, reproducible
+from course_utils import exact, probes, reproducible
 
 # The hashes under the course's pins (MKL_CBWR=AVX2,STRICT, torch and oneDNN on AVX2, one
 # thread): an Intel Xeon's, and the same under tools/as_amd.py (MKL taking its AMD Zen paths;
@@ -114,10 +114,10 @@ def fingerprint() -> dict[str, str]:
         # the course's float64 probe: a logistic fit and a least-squares fit, exact products
         features = torch.randn(600, 32, generator=g, dtype=torch.float64)
         mixing = torch.randn(32, 16, generator=g, dtype=torch.float64)
-        labels = reproducible.exact_matmul(features, mixing).argmax(1)
+        labels = exact.exact_matmul(features, mixing).argmax(1)
         weights, bias, _ = probes._fit_logistic(
-            reproducible.on_grid(features, probes._FEATURE_BITS), labels, 16)
-        gram = reproducible.exact_matmul(features.T, features)
+            exact.on_grid(features, probes._FEATURE_BITS), labels, 16)
+        gram = exact.exact_matmul(features.T, features)
         solved = probes._solve_symmetric(gram + torch.eye(32, dtype=torch.float64), mixing)
         hashes["float64 probe"] = _hash(torch.cat([weights.flatten(), bias, solved.flatten()]))
     finally:
@@ -176,9 +176,9 @@ def detail() -> dict[str, str]:
         torch.nn.functional.cross_entropy(logits, labels, reduction="sum").backward()
         hashes["float64: cross-entropy gradient"] = _hash(b.grad)
         hashes["float64: course exact_matmul 600x32x16"] = _hash(
-            reproducible.exact_matmul(a, b.detach()))
-        hashes["float64: course exact_matmul transposed"] = _hash(reproducible.exact_matmul(a.t(), a))
-        grid = reproducible.on_grid(a, probes._FEATURE_BITS)
+            exact.exact_matmul(a, b.detach()))
+        hashes["float64: course exact_matmul transposed"] = _hash(exact.exact_matmul(a.t(), a))
+        grid = exact.on_grid(a, probes._FEATURE_BITS)
         for steps in (1, 10, 100):
             probe_weights = _probe_after(grid, labels, steps)
             hashes[f"float64: course probe, {steps} L-BFGS steps"] = _hash(probe_weights)
