@@ -15,6 +15,7 @@ its kernel the course's own python3. Skipped, and said so, when nbgrader is not 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from conftest import LESSONS
 
@@ -108,6 +110,37 @@ MISTAKES = {
                        "    return (offset >= 0) & ((offset <= window) | (t[None, :] < sinks))  # window + 1 keys",
     "l16_llama4_scale": "    count = positions.to(torch.float64) + 1\n"
                         "    return 1.0 + attn_scale * torch.log1p(count / floor_scale)  # no floor",
+}
+# Mistakes a check names with a hint of its own (issue 41): each autograded by `make grade-check`
+# too, scoring 0 on its exercise with a ❌ line that holds the hint.
+TEACHING_MISTAKES = {
+    "l11_rope_permutation": [
+        ("    return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)]).float()",
+         "whole-number indices")],
+    "l11_rope_complex": [
+        ("    n, d = x.shape\n"
+         "    omega = 10_000.0 ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)\n"
+         "    angles = torch.arange(n, dtype=torch.float64)[:, None] * omega  # row index\n"
+         "    pairs = torch.view_as_complex(x.double().reshape(n, d // 2, 2).contiguous())\n"
+         "    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), -angles))"
+         ".reshape(n, d)", "its row number"),
+        ("    n, d = x.shape\n"
+         "    omega = 10_000.0 ** (-4.0 * torch.arange(d // 2, dtype=torch.float64) / d)  # 4i/d\n"
+         "    angles = positions.double()[:, None] * omega\n"
+         "    pairs = torch.view_as_complex(x.double().reshape(n, d // 2, 2).contiguous())\n"
+         "    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), -angles))"
+         ".reshape(n, d)", "The exponent is 4i/d")],
+    "l11_decode_step": [
+        ("    where = torch.tensor([float(cache_k.shape[0])])\n"
+         "    keys = torch.cat([cache_k, rope_rotate(k[None], positions=where)])\n"
+         "    q_rot = rope_rotate(q[None], positions=where)\n"
+         "    weights = torch.softmax(q_rot @ keys / math.sqrt(q.shape[-1]), dim=-1)  # no .T\n"
+         "    return (weights @ torch.cat([cache_v, v[None]]))[0]", "multiply q by keys.T"),
+        ("    where = torch.tensor([float(cache_k.shape[0])])\n"
+         "    keys = torch.cat([cache_k, rope_rotate(k[None], positions=where)])\n"
+         "    q_rot = rope_rotate(q[None], positions=where)\n"
+         "    weights = torch.softmax(q_rot @ keys.T / q.shape[-1], dim=-1)  # 1/d\n"
+         "    return (weights @ torch.cat([cache_v, v[None]]))[0]", "divided the scores by d")],
 }
 # CI autogrades lesson 01 (fast) and lesson 09 (trains); `make grade-check` sets COURSE_GRADE_ALL=1
 # and autogrades every lesson.
@@ -205,8 +238,13 @@ def test_autograde_gives_zero_full_and_all_but_the_mistake(course, lesson):
     exercises = sorted(reference)
     assert exercises == sorted(g for g in MISTAKES if g.startswith(assignment + "_"))
     submissions = {"as_released": {}, "reference": reference}
+    wrong = {}  # submission → (the exercise it gets wrong, what its ❌ line must say)
     for grade_id in exercises:
+        wrong[f"wrong_{grade_id}"] = grade_id, "❌ Not yet:"
         submissions[f"wrong_{grade_id}"] = {**reference, grade_id: MISTAKES[grade_id]}
+        for j, (body, hint) in enumerate(TEACHING_MISTAKES.get(grade_id, ())):
+            wrong[f"hinted{j}_{grade_id}"] = grade_id, hint
+            submissions[f"hinted{j}_{grade_id}"] = {**reference, grade_id: body}
     for student, answers in submissions.items():
         submit(root, lesson, student, answers)
         result = api.autograde(assignment, student)
@@ -220,14 +258,15 @@ def test_autograde_gives_zero_full_and_all_but_the_mistake(course, lesson):
 
         assert points("as_released") == {g: 0 for g in exercises}
         assert points("reference") == {g: 1 for g in exercises}
-        for grade_id in exercises:
-            assert points(f"wrong_{grade_id}") == {g: 0 if g == grade_id else 1 for g in exercises}, grade_id
-    for grade_id in exercises:
-        graded = nbformat.read(root / "autograded" / f"wrong_{grade_id}" / assignment / lesson.name, as_version=4)
+        for student, (grade_id, _) in wrong.items():
+            assert points(student) == {g: 0 if g == grade_id else 1 for g in exercises}, student
+    for student, (grade_id, says) in wrong.items():
+        graded = nbformat.read(root / "autograded" / student / assignment / lesson.name, as_version=4)
         test = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id + "_test")
         shown = "".join(out.get("text", "") for out in test.outputs if out.output_type == "stream")
-        assert shown.startswith("❌ Not yet:"), f"{grade_id}: the graded notebook shows {shown!r}"
+        assert shown.startswith("❌ Not yet:") and says in shown, f"{student}: the graded notebook shows {shown!r}"
         assert any(out.output_type == "error" and out.ename == "AssertionError" for out in test.outputs)
+    for grade_id in exercises:
         # The feedback a student gets back: nbgrader's HTML of the graded notebook, ❌ line included.
         result = api.generate_feedback(assignment, f"wrong_{grade_id}")
         assert result["success"], result.get("error") or result.get("log")
@@ -327,3 +366,23 @@ def test_a_term_through_the_written_answers_to_the_exported_marks(course):
     assert {student: (float(row["score"]), float(row["max_score"]))
             for student, row in rows.items()} == {
         "alice": (3 + 3, 6), "bob": (2 + 1, 6), "carol": (0, 6)}
+
+
+@pytest.mark.parametrize("grade_id, body, hint", [(g, body, hint) for g, cases in TEACHING_MISTAKES.items()
+                                                  for body, hint in cases])
+def test_each_teaching_mistake_gets_its_hint_from_the_check(grade_id, body, hint, capsys):
+    """The same mistakes without nbgrader (CI autogrades lessons 01 and 09 only): the
+    exercise's own check says not yet, with the hint."""
+    lesson = next(p for p in LESSONS if p.name.startswith(grade_id[1:3]))
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
+             for c in nbformat.read(lesson, as_version=4).cells}
+    answer = re.sub(r"### BEGIN SOLUTION\n.*?### END SOLUTION", lambda _: body.lstrip(), cells[grade_id],
+                    flags=re.S)
+    namespace = {"torch": torch, "math": math}
+    exec(answer, namespace)
+    check, function = re.search(r"assert (check_\w+)\((my_\w+)\)", cells[grade_id + "_test"]).groups()
+    exec(f"from course_utils.checks import {check}", namespace)
+    capsys.readouterr()
+    assert namespace[check](namespace[function]) is False
+    shown = capsys.readouterr().out
+    assert shown.startswith("❌ Not yet:") and hint in shown, shown

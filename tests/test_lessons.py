@@ -219,19 +219,27 @@ WRITTEN_ANSWER = {"grade": True, "solution": True, "locked": False, "task": Fals
 @pytest.mark.parametrize("path", LESSONS[1:], ids=lambda p: p.name)
 def test_every_lesson_has_a_written_question_with_a_marking_guide(path):
     """Lessons 01-16 each ask one written question (predict, then explain an output the lesson
-    shows), graded by hand in nbgrader: the question, then a markdown answer cell (metadata:
-    manually graded answer, with points) that holds a sample answer and a marking guide whose
-    lines add up to its points; `make student` and nbgrader's release replace that cell."""
+    shows), graded by hand in nbgrader: the question just before the cells that print the
+    output it asks about (so the prediction comes first), the answer cell right after them,
+    before any prose reads the output; the answer is a markdown cell (metadata: manually graded
+    answer, with points) that holds a sample answer and a marking guide whose lines add up to
+    its points; `make student` and nbgrader's release replace that cell."""
     nb = nbformat.read(path, as_version=4)
     answers = [i for i, c in enumerate(nb.cells)
                if c.cell_type == "markdown" and "nbgrader" in c.metadata]
     assert len(answers) >= 1, f"{path.name} has no written question"
     for index in answers:
-        cell, question = nb.cells[index], nb.cells[index - 1]
+        cell = nb.cells[index]
         meta = cell.metadata["nbgrader"]
         assert {k: meta.get(k) for k in WRITTEN_ANSWER} == WRITTEN_ANSWER, meta
         assert re.fullmatch(rf"l{path.name[:2]}_question\d*", meta["grade_id"]), meta
-        assert question.cell_type == "markdown" and question.source.startswith("**Written question.**")
+        assert nb.cells[index - 1].cell_type == "code", f"{path.name}: the answer follows the output"
+        asked = [i for i in range(max(0, index - 5), index)
+                 if nb.cells[i].source.startswith("**Written question.**")]
+        assert asked, f"{path.name}: the question sits at most 4 cells (its output) before the answer"
+        between = nb.cells[asked[-1] + 1:index]
+        assert any(c.cell_type == "code" for c in between)
+        assert not any(c.cell_type == "markdown" and c.source.startswith("#") for c in between)
         assert cell.source.startswith("**Sample answer**") and "**Marking guide**" in cell.source
         guide = cell.source.split("**Marking guide**")[1]
         awarded = [int(n) for n in re.findall(r"^- (\d+) points?:", guide, re.M)]

@@ -4,6 +4,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+import course_utils
 from conftest import LESSONS, NOTEBOOKS, ROOT
 from tools import student
 
@@ -61,6 +62,29 @@ def test_no_solution_line_survives(path):
             assert "raises-exception" in stripped.metadata.tags, "Run All goes on past a failing check"
         else:
             assert stripped.source == original.source
+
+
+def test_a_release_for_students_alone_holds_no_teacher_only_text(tmp_path):
+    """`python -m tools.student --release DIR`: every student copy and a README pinned to this
+    version's tag, nothing else; it refuses a folder with files in it, and a lesson that would
+    leak a marking guide into the release stops it."""
+    written = student.release(NOTEBOOKS, tmp_path / "release", student.version(ROOT))
+    assert [p.name for p in written] == sorted(["README.md"] + [p.name for p in LESSONS])
+    assert sorted(p.name for p in (tmp_path / "release").iterdir()) == sorted(p.name for p in written)
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert not any(marker in text for marker in student.TEACHER_ONLY), path
+    readme = (tmp_path / "release" / "README.md").read_text(encoding="utf-8")
+    assert f"@v{course_utils.__version__}\"" in readme
+    with pytest.raises(ValueError, match="empty or new folder"):
+        student.release(NOTEBOOKS, tmp_path / "release", "0")
+    leaky = tmp_path / "leaky"
+    leaky.mkdir()
+    nb = nbformat.read(LESSONS[1], as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("**Marking guide** (1 point): ..."))
+    nbformat.write(nb, leaky / LESSONS[1].name)
+    with pytest.raises(ValueError, match="teacher-only text"):
+        student.release(leaky, tmp_path / "second", "0")
 
 
 def test_strip_solutions_keeps_indentation_and_rejects_broken_markers():

@@ -2,6 +2,7 @@
 
     python -m tools.student           # (re)writes notebooks/student/NN_*.ipynb
     python -m tools.student --check   # exit 1 if a committed copy differs from a fresh build
+    python -m tools.student --release DIR   # a folder for students alone (no solution anywhere)
 
 A solution is every line between nbgrader's markers ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; it becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` at the
@@ -13,6 +14,11 @@ tests, the lines from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` (ma
 are removed from the copy, as nbgrader does. A written question's answer cell (markdown,
 nbgrader metadata: manually graded answer) holds the sample answer and the marking guide in the
 lesson; in the copy it reads ``YOUR ANSWER HERE``, as in nbgrader's release.
+
+``--release DIR`` writes the student copies and a short README into an empty folder, for a
+classroom repository or nbgitpuller (this repository holds the teacher's versions), then reads
+back every file it wrote and fails if one holds a solution, a hidden test, a sample answer or a
+marking guide. The README pins the course's package to this version's tag.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -113,12 +120,64 @@ def build(lessons: Path, out: Path) -> dict[Path, str]:
     }
 
 
+# Text that only the teacher's version holds: none of it may reach a student release.
+TEACHER_ONLY = (BEGIN, END, BEGIN_HIDDEN, END_HIDDEN, "**Sample answer**", "**Marking guide**")
+REPOSITORY = "https://github.com/positional-encodings-derived/course"
+RELEASE_README = """# Positional Encodings, Derived: the lessons (course_utils {version})
+
+The lessons for students: every exercise is yours to write, and each has a check cell that
+says what to fix. Open `00_start_here.ipynb` first.
+
+They need the course's package at the version they were made with:
+
+    pip install "git+{repository}@v{version}"
+
+On your course's JupyterHub it is installed already. On Colab, run that line with a `!` in
+front in a new first cell: the lesson's own first cell then finds it (left alone, that cell
+installs the newest version instead).
+"""
+
+
+def version(root: Path = Path(".")) -> str:
+    """The course's version, from pyproject.toml."""
+    with open(Path(root) / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["project"]["version"]
+
+
+def release(lessons: Path, out: Path, course_version: str) -> list[Path]:
+    """Write the student copies of ``lessons`` and a README into the empty or new folder
+    ``out``; return the files written. Raises ValueError if ``out`` holds anything, or if a
+    written file holds text only the teacher's version should (TEACHER_ONLY)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"out must be an empty or new folder, got {out} with files in it")
+    out.mkdir(parents=True, exist_ok=True)
+    files = {out / "README.md": RELEASE_README.format(version=course_version,
+                                                      repository=REPOSITORY)}
+    files.update({out / path.name: text for path, text in build(lessons, out).items()})
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    for path in sorted(out.rglob("*")):
+        text = path.read_text(encoding="utf-8")
+        found = [marker for marker in TEACHER_ONLY if marker in text]
+        if found:
+            raise ValueError(f"{path} holds teacher-only text {found}: not a student release")
+    return sorted(files)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.student", description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", type=Path, default=Path("notebooks"))
     parser.add_argument("--out", type=Path, default=Path("notebooks/student"))
     parser.add_argument("--check", action="store_true", help="only compare with the committed copies")
+    parser.add_argument("--release", type=Path, metavar="DIR",
+                        help="write a release for students alone into the empty folder DIR")
     args = parser.parse_args(argv)
+    if args.release is not None:
+        written = release(args.lessons, args.release, version())
+        print(f"wrote {len(written)} files to {args.release}/: the student copies and a README; "
+              f"no solution, hidden test, sample answer or marking guide in any of them")
+        return 0
     copies = build(args.lessons, args.out)
     stale = [p for p in lesson_paths(args.out) if p not in copies]
     differ = [p for p, text in copies.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
