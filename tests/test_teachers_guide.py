@@ -51,8 +51,14 @@ def test_the_guide_counts_exercises_points_and_hidden_tests(tmp_path):
     assert high - low == 15 and low >= 3 * teachers_guide.MINUTES_PER_EXERCISE
 
 
+def _section(title: str) -> str:
+    """The markdown cell of lesson 00 that starts with the heading ``title``."""
+    cells = nbformat.read(LESSONS[0], as_version=4).cells
+    return next(c.source for c in cells if c.source.startswith(title))
+
+
 def test_lesson_00s_map_shows_what_each_lesson_needs():
-    table = nbformat.read(LESSONS[0], as_version=4).cells[2].source
+    table = _section("## The lessons")
     rows = dict(re.findall(r"^\| (\d\d) \|.*\| ([^|]*) \|$", table, re.M))
     assert sorted(rows) == [path.name[:2] for path in LESSONS]
     for path in LESSONS:
@@ -60,3 +66,13 @@ def test_lesson_00s_map_shows_what_each_lesson_needs():
         assert rows[path.name[:2]].strip() == (
             ", ".join(re.findall(r"\b(\d\d)\b", needs)) or "—"
         ), path.name
+
+
+def test_lesson_00s_fast_path_gives_the_guides_student_times():
+    """The fast path to RoPE and long contexts: eight lessons in order, each with the time the
+    guide estimates (so the two cannot drift apart)."""
+    rows = re.findall(r"^\| (\d\d) \| [^|]+ \| (\d+)–(\d+) min \|$", _section("## A fast path"), re.M)
+    assert [n for n, _, _ in rows] == ["00", "01", "03", "04", "10", "11", "12", "14"]
+    for number, low, high in rows:
+        path = next(p for p in LESSONS if p.name.startswith(number))
+        assert (int(low), int(high)) == teachers_guide.lesson_facts(path, {})["student_minutes"], path.name
