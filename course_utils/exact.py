@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import torch
 
+from . import _validate
+
 _MANTISSA = 53
 _CHUNK_BITS = 6  # exact sums of 64 terms; the chunks' sums are added by torch.sum
 _SLICE_BITS = (_MANTISSA - _CHUNK_BITS - 1) // 2  # per operand when both are cut (23)
@@ -113,6 +115,7 @@ class ExactProduct:
         if a.dtype != torch.float64 or a.ndim != 2:
             raise TypeError(f"a must be a float64 matrix, got {a.dtype} with shape "
                             f"{tuple(a.shape)}")
+        a_bits = _validate.integer(a_bits, "a_bits", minimum=1)
         self.b_bits = _MANTISSA - a_bits - _CHUNK_BITS - 1
         if self.b_bits < 8:
             raise ValueError(f"a_bits must leave b 8 bits a slice, got {a_bits}")
@@ -126,6 +129,9 @@ class ExactProduct:
         if b.dtype != torch.float64 or b.ndim != 2 or b.shape[0] != self.k:
             raise ValueError(f"b must be a float64 matrix with {self.k} rows, got "
                              f"{b.dtype} with shape {tuple(b.shape)}")
+        bits = _validate.integer(bits, "bits", minimum=1, maximum=_MANTISSA)
+        if b_top is not None:
+            b_top = _validate.integer(b_top, "b_top", minimum=-1000, maximum=1000)
         n, parts = b.shape[1], -(-bits // self.b_bits)
         if self._slices.shape != (self.padded, parts, n):
             self._slices = torch.zeros(self.padded, parts, n, dtype=torch.float64)

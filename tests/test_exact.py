@@ -86,3 +86,17 @@ def test_a_prepared_product_gives_exact_matmuls_bytes_call_after_call():
         rows(torch.ones(29, 2, dtype=torch.float64))
     with pytest.raises(TypeError, match="a must be a float64 matrix"):
         exact.ExactProduct(a.float(), 26)
+
+
+def test_a_prepared_product_names_a_bad_setting():
+    a = exact.on_grid(torch.ones(3, 4, dtype=torch.float64), 26)
+    with pytest.raises(TypeError, match="a_bits"):
+        exact.ExactProduct(a, "26")
+    with pytest.raises(ValueError, match="a_bits"):
+        exact.ExactProduct(a, 0)
+    product = exact.ExactProduct(a, 26)
+    b = torch.ones(4, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="bits"):
+        product(b, bits=0)
+    with pytest.raises(TypeError, match="b_top"):
+        product(b, b_top=0.5)
