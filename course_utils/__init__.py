@@ -11,7 +11,8 @@ grid_codes, digits, vit and vision (13), text and corpus (14), rope_config, rope
 rope_precision, qk_norm, mla and position_ids (15), mrope, interleaving and streaming (16);
 attention, models, tasks, training, probes, plots, widgets, display and session are shared by
 all; zoo loads the converged checkpoints that lessons study instead of training for minutes;
-checks holds the homework checks.
+evidence prints a trained section's "How we know" footer from the record beside the zoo's
+manifest (the 2x rule and further seeds, computed once); checks holds the homework checks.
 
 The house, from the ground up. A module imports only modules on its own floor or below, never
 in a circle and never inside a function (tests/test_import_graph.py enforces all three, from this
@@ -20,7 +21,8 @@ table):
     floor 1  _validate, _deprecation        argument checks; names importable from where they were
     floor 2  session, display, encodings, naive, relative, rope, extension, biases, grid_codes,
              attention, probes, tasks, digits, combine, corpus, rope_config, position_free, mrope,
-             rope_base, rope_precision, qk_norm, mla, interleaving, reproducible, exact
+             rope_base, rope_precision, qk_norm, mla, interleaving, reproducible, exact,
+             evidence
                                             position math and measurements, free of models
     floor 3  models, vit, input_codes       the model family: one Block, the codes below
     floor 4  model_edits, attention_positions, causal, decomposition, layers, learned, text, zoo,
@@ -52,6 +54,7 @@ from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share
                             offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
                             term_subspaces, weight_on_key, without_terms)
 from .display import magnitude, per_seed_table, range_means, rounded, seed_table
+from .evidence import evidence, how_we_know
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
 from .layers import (layer_profile, LayerProfile, moving_average, position_labels, residual_features,
@@ -126,6 +129,7 @@ __all__ = [
     "environment_report",
     "evaluate",
     "evaluate_vit",
+    "evidence",
     "far_similarity",
     "favourite_key_gap",
     "first_negative",
@@ -136,6 +140,7 @@ __all__ = [
     "FourTerms",
     "frequencies",
     "grid_positions",
+    "how_we_know",
     "initialise_table",
     "integer_encoding",
     "kept_lead",

@@ -1,5 +1,6 @@
 """Shared test fixtures: paths into the repository, independent of the working directory."""
 
+import functools
 import os
 import re
 import sys
@@ -27,6 +28,10 @@ def examples(n: int) -> int:
 ROOT = Path(__file__).resolve().parent.parent
 # The authoring tools (tools/: execute, student, bench) are not installed: import them from here.
 sys.path.insert(0, str(ROOT))
+
+from course_utils.evidence import evidence_record  # noqa: E402 (after the path)
+from tools import pretrain  # noqa: E402
+
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
@@ -118,3 +123,20 @@ def pytest_report_header(config) -> list[str]:
     if done.returncode != 0:
         return [f"numerics fingerprint failed: {done.stderr.strip().splitlines()[-1:]}"]
     return done.stdout.splitlines()
+
+
+@functools.cache
+def _evidence_is_exact_here() -> bool:
+    """True where this CPU's float32 fingerprint is the one the evidence record was made with."""
+    made_on = evidence_record().get("numerics", {}).get("fingerprint", {})
+    return pretrain.fingerprint.reproduces(made_on, pretrain.numerics()["fingerprint"])
+
+
+def assert_recorded(values, recorded) -> None:
+    """The claims tests' re-run equals the evidence record (course_utils/zoo/evidence.json):
+    bit for bit where the fingerprint matches, within 0.02 elsewhere."""
+    values, recorded = list(values), list(recorded)
+    if _evidence_is_exact_here():
+        assert values == recorded, "the evidence record is stale: run `make evidence`"
+    else:
+        assert values == pytest.approx(recorded, abs=0.02)

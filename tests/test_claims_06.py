@@ -27,10 +27,12 @@ import functools
 
 import pytest
 import torch
+from conftest import assert_recorded
 
 from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_share, key_pull,
                           make_batch, model_four_terms, offset_argmax_share, offset_only_r2, offset_pull,
                           principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
+from course_utils.evidence import evidence
 
 CONFIG = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
 SEEDS = (3, 4, 5, 6)  # 3-5: printed by the lesson in short tables; 6: never printed
@@ -77,16 +79,23 @@ def test_lesson_06_claims_hold_on_other_seeds(seed):
     assert pair.max() - pair.min() > 0.2 * pair.mean().abs()
 
 
-def test_the_budget_line_the_models_pass_the_2x_rule():
-    """Lesson 06's budget line (seeds 0-2): twice the steps (400) moves the mean test accuracy by < 0.01."""
-    def accuracy(seed: int, steps: int) -> float:
-        config = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
-        model = TinyTransformer(config, seed=seed)
-        train(model, "previous_token", steps=steps, lengths=(8, 16), seed=seed, progress=False)
-        return evaluate(model, "previous_token", length=16)
+def _accuracies(task: str, seeds, steps: int = 200) -> list[float]:
+    """The lesson's test accuracy (its evaluation seed) of the models trained ``steps`` steps."""
+    return [evaluate(trained(seed, task, steps), task, length=16) for seed in seeds]
 
-    change = sum(accuracy(seed, 400) - accuracy(seed, 200) for seed in (0, 1, 2)) / 3
-    assert abs(change) < 0.01
+
+def test_the_footer_of_section_4_the_2x_rule_and_seeds_3_to_5_are_these_runs():
+    """Section 4's footer (seeds 0-2): twice the steps (400) moves the mean test accuracy by
+    < 0.01; the record holds exactly these runs, and its seeds 3-5 learn the task too."""
+    record = evidence("06-previous")
+    rows = record["rows"]["previous token"]["test accuracy"]
+    budget, double = _accuracies("previous_token", (0, 1, 2)), _accuracies("previous_token", (0, 1, 2), 400)
+    assert_recorded(budget, rows["budget"])
+    assert_recorded(double, rows["double"])
+    assert abs(sum(double) - sum(budget)) / 3 < 0.01
+    further = record["further"]["rows"]["previous token"]["test accuracy"]
+    assert_recorded(_accuracies("previous_token", (3, 4, 5)), further)
+    assert min(further) > 0.95
 
 
 def _terms(model: TinyTransformer, tokens: torch.Tensor) -> dict:
@@ -149,8 +158,11 @@ def test_lesson_06_angles_hold_on_other_seeds(seed):
     assert through["pointer"].median() < through["untrained"].median() - 8
 
 
-def test_the_pointer_budget_line_passes_the_2x_rule():
-    """Section 5's budget line (seeds 0-2): twice the steps (400) moves the mean test accuracy by < 0.01."""
-    change = sum(evaluate(trained(seed, "pointer", 400), "pointer", length=16)
-                 - evaluate(trained(seed, "pointer"), "pointer", length=16) for seed in (0, 1, 2)) / 3
-    assert abs(change) < 0.01
+def test_the_footer_of_section_5_the_pointer_passes_the_2x_rule_in_these_runs():
+    """Section 5's footer (seeds 0-2): twice the steps (400) moves the mean test accuracy by
+    < 0.01, and the record holds exactly these runs."""
+    rows = evidence("06-pointer")["rows"]["pointer"]["test accuracy"]
+    budget, double = _accuracies("pointer", (0, 1, 2)), _accuracies("pointer", (0, 1, 2), 400)
+    assert_recorded(budget, rows["budget"])
+    assert_recorded(double, rows["double"])
+    assert abs(sum(double) - sum(budget)) / 3 < 0.01

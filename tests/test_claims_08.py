@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_recorded
 
 from course_utils import (ModelConfig, TinyTransformer, evaluate, layer_profile, make_batch,
                           n_classes, residual_features, sinusoidal_encoding, steps_to_accuracy,
                           train, variance_explained)
+from course_utils.evidence import evidence
 
 SHOWN, PRINTED, FURTHER = (0, 1, 2), (3, 4, 5), (6,)
 ALL = SHOWN + PRINTED  # trained side by side, as in the lesson
@@ -104,6 +106,9 @@ def test_twice_the_steps_changes_the_mean_accuracy_by_less_than_a_point():
             _fit(models, steps)
             accuracy[steps] = [evaluate(m, TASK, length=16, bos=True) for m in models]
         change = [after - before for before, after in zip(accuracy[STEPS], accuracy[2 * STEPS])]
+        recorded = evidence("08-layers")["rows"]["before every block" if reapply else "added once"]
+        assert_recorded(accuracy[STEPS][:3], recorded["accuracy"]["budget"])
+        assert_recorded(accuracy[2 * STEPS][:3], recorded["accuracy"]["double"])
         assert abs(sum(change[:3]) / 3) < 0.01, (reapply, change)
         assert abs(sum(change[3:]) / 3) < 0.02, (reapply, change)
 
@@ -114,16 +119,20 @@ def test_counting_is_still_being_learned_at_this_budget():
     an early snapshot, from which the lesson draws nothing."""
     torch.set_num_threads(1)
 
-    def mean_accuracy(steps: int) -> float:
+    def accuracies(steps: int) -> list[float]:
         values = []
         for seed in SHOWN:
             model = _model(seed, task="count")
             train(model, "count", steps=steps, lr=7e-3, lengths=(16, 16), seed=seed, bos=True,
                   progress=False)
             values.append(evaluate(model, "count", length=16, bos=True))
-        return sum(values) / len(values)
+        return values
 
-    assert mean_accuracy(240) - mean_accuracy(120) > 0.05
+    budget, double = accuracies(120), accuracies(240)
+    recorded = evidence("08-count")["rows"]["count"]["accuracy"]  # printed by the lesson
+    assert_recorded(budget, recorded["budget"])
+    assert_recorded(double, recorded["double"])
+    assert (sum(double) - sum(budget)) / 3 > 0.05
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -11,10 +11,12 @@ seeds 0-5 stays the lesson's), and every claim is checked on it too. The budget 
 
 import pytest
 import torch
+from conftest import assert_recorded
 
 from course_utils import (ModelConfig, TinyTransformer, accuracy_by_position, attention_to_first,
                           bos_weight, evaluate, fit_bos_bias, linear_probe, logistic_probe,
                           make_batch, permutation_gap, setup, train, with_mask)
+from course_utils.evidence import evidence
 
 FURTHER = [6]  # never printed by the lesson: trained as a group of its own
 SEEDS = (3, 4, 5, *FURTHER)
@@ -45,17 +47,28 @@ def runs():
             for seed in ALL_SEEDS + FURTHER}
 
 
+RECORDED = {"causal": ("09-bos", "causal"), "bidirectional": ("09-bos", "bidirectional"),
+            "no_bos": ("09-no-bos", "causal, no BOS")}  # (section, row) of the evidence record
+
+
 @pytest.mark.parametrize("design", DESIGNS)
-def test_the_recipe_passes_the_2x_rule(runs, design):
-    """The budget lines: twice the steps (same schedule shape) moves the seed 0-2 mean of the
-    fresh-sequence accuracy by at most 0.01, for each of the three designs."""
+def test_the_recipe_passes_the_2x_rule_as_the_evidence_record_says(runs, design):
+    """The footers: twice the steps (same schedule shape) moves the seed 0-2 mean of the
+    fresh-sequence accuracy by at most 0.01, for each of the three designs; the record the
+    lesson prints holds exactly these runs."""
     causal, bos = DESIGNS[design]
     doubled = trained(causal, bos, steps=2 * STEPS)
 
-    def mean(models) -> float:
-        return sum(evaluate(models[seed], "own_index", length=16, bos=bos) for seed in (0, 1, 2)) / 3
+    def accuracies(models) -> list[float]:
+        return [evaluate(models[seed], "own_index", length=16, bos=bos) for seed in (0, 1, 2)]
 
-    assert abs(mean(doubled) - mean({seed: runs[seed][design] for seed in (0, 1, 2)})) <= 0.01
+    budget = accuracies({seed: runs[seed][design] for seed in (0, 1, 2)})
+    double = accuracies(doubled)
+    section, row = RECORDED[design]
+    record = evidence(section)["rows"][row]["fresh seqs"]
+    assert_recorded(budget, record["budget"])
+    assert_recorded(double, record["double"])
+    assert abs(sum(double) - sum(budget)) / 3 <= 0.01
 
 
 def probe_batch(bos=True):

@@ -18,10 +18,12 @@ import math
 
 import pytest
 import torch
+from conftest import assert_recorded
 
 from course_utils import (ModelConfig, TinyTransformer, alibi_bias, attention_at_offset, attention_beyond,
                           evaluate, make_batch, most_frequent_earlier, offset_head, position_free_accuracy,
                           train, uniform_causal_weights)
+from course_utils.evidence import evidence
 
 SEEDS = (3, 4, 5)  # printed by the lesson; the seed ranges of the 2x rule and the overlaps
 CHECKED = (*SEEDS, 6)  # every per-seed claim: 3-5 and seed 6, which the lesson never prints
@@ -283,3 +285,30 @@ def test_alibis_steepest_head_attends_the_same_way_at_every_length(attention, se
     assert head["beyond_8_63"] < 0.05
     bias_alone = torch.softmax(alibi_bias(16, 8)[0, 15], dim=-1)[15].item()  # 0.394 on the own token
     assert head["own_15"] < bias_alone - 0.05, "the content term pushes the query's own token down"
+
+
+def _lesson_scores(row: str, seed: int, steps: int) -> list[float]:
+    """The lesson's two columns (its evaluation seed): accuracy at n = 16, and on t >= 16 of 64."""
+    model, bos = _train(row, seed, steps), ROWS[row][4]
+    return [evaluate(model, "previous_token", length=16, n_batches=1, bos=bos),
+            evaluate(model, "previous_token", length=64, from_position=16, n_batches=1, bos=bos)]
+
+
+def test_the_footers_record_holds_these_runs_and_its_verdicts():
+    """The lesson's footer prints the evidence record: two of its entries re-run here (rope H=4,
+    seed 0, at 140 steps; none, seed 3, at 70), and its verdicts: the model without a code and
+    the wide RoPE heads pass the 2x rule in both columns, the 8-head attention codes do not."""
+    record, columns = evidence("10-length"), ("n = 16", "64, t ≥ 16")
+    assert_recorded(_lesson_scores("rope H=4", 0, 140),
+                    [record["rows"]["rope H=4"][c]["double"][0] for c in columns])
+    assert_recorded(_lesson_scores("none", 3, 70),
+                    [record["further"]["rows"]["none"][c][0] for c in columns])
+
+    def change(row: str, column: str) -> float:
+        values = record["rows"][row][column]
+        return (sum(values["double"]) - sum(values["budget"])) / 3
+
+    for row in ("none", *WIDE_ROPE):
+        assert all(abs(change(row, c)) <= 0.01 for c in columns), row
+    for row in ("relative", "alibi", "rope"):
+        assert change(row, "64, t ≥ 16") > 0.05, row

@@ -57,6 +57,7 @@ from course_utils import _validate  # noqa: E402
 from course_utils import widgets  # noqa: E402
 from course_utils.attention_positions import OffsetHead  # noqa: E402
 from course_utils.combine import Recovery  # noqa: E402
+from course_utils.evidence import evidence_record  # noqa: E402
 from course_utils.extension import RopeScaling  # noqa: E402
 from course_utils.decomposition import FourTerms  # noqa: E402
 from course_utils.layers import LayerProfile, ResidualFeatures  # noqa: E402
@@ -1933,6 +1934,15 @@ VISION_CASES = {
              seeds=ANY, further=ANY, brief=ANY),
         lambda kw, out: isinstance(out, str) and all(len(line) <= 88 for line in out.splitlines()),
         examples=2),
+    "how_we_know": Case(
+        st.fixed_dictionaries(dict(key=st.sampled_from(tuple(evidence_record()["sections"])))),
+        dict(key=Choice(tuple(evidence_record()["sections"])), measured=ANY, baselines=ANY),
+        lambda kw, out: out.startswith("How we know") and all(len(line) <= 88 for line in out.splitlines()),
+        examples=4),
+    "evidence": Case(
+        st.fixed_dictionaries(dict(key=st.sampled_from(tuple(evidence_record()["sections"])))),
+        dict(key=Choice(tuple(evidence_record()["sections"]))),
+        lambda kw, out: isinstance(out, dict) and "rows" in out and "budget" in out, examples=2),
     "zoo_manifest": Case(
         st.fixed_dictionaries(dict(experiment=st.sampled_from(("vit",)))),
         dict(experiment=ANY),
