@@ -66,7 +66,7 @@ def test_no_solution_line_survives(path):
 
 def test_a_release_for_students_alone_holds_no_teacher_only_text(tmp_path):
     """`python -m tools.student --release DIR`: every student copy and a README pinned to this
-    version's tag, nothing else; it refuses a folder with files in it, and a lesson that would
+    version's tag (the copies' Colab cells too), nothing else; it refuses a folder with files in it, and a lesson that would
     leak a marking guide into the release stops it."""
     written = student.release(NOTEBOOKS, tmp_path / "release", student.version(ROOT))
     assert [p.name for p in written] == sorted(["README.md"] + [p.name for p in LESSONS])
@@ -76,6 +76,10 @@ def test_a_release_for_students_alone_holds_no_teacher_only_text(tmp_path):
         assert not any(marker in text for marker in student.TEACHER_ONLY), path
     readme = (tmp_path / "release" / "README.md").read_text(encoding="utf-8")
     assert f"@v{course_utils.__version__}\"" in readme
+    for path in [p for p in written if p.suffix == ".ipynb"]:  # each lesson's Colab cell installs this version, not main
+        first_code = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        assert f"{student.REPOSITORY}@v{course_utils.__version__}\"" in first_code.source, path.name
+        assert "@main" not in path.read_text(encoding="utf-8"), path.name
     with pytest.raises(ValueError, match="empty or new folder"):
         student.release(NOTEBOOKS, tmp_path / "release", "0")
     leaky = tmp_path / "leaky"

@@ -18,7 +18,8 @@ lesson; in the copy it reads ``YOUR ANSWER HERE``, as in nbgrader's release.
 ``--release DIR`` writes the student copies and a short README into an empty folder, for a
 classroom repository or nbgitpuller (this repository holds the teacher's versions), then reads
 back every file it wrote and fails if one holds a solution, a hidden test, a sample answer or a
-marking guide. The README pins the course's package to this version's tag.
+marking guide. The README and every lesson's Colab install cell pin the course's package to
+this version's tag (``v`` and the version in pyproject.toml: tag the commit you release).
 """
 
 from __future__ import annotations
@@ -132,9 +133,8 @@ They need the course's package at the version they were made with:
 
     pip install "git+{repository}@v{version}"
 
-On your course's JupyterHub it is installed already. On Colab, run that line with a `!` in
-front in a new first cell: the lesson's own first cell then finds it (left alone, that cell
-installs the newest version instead).
+On your course's JupyterHub it is installed already. On Colab each lesson's first cell
+installs exactly this version for you.
 """
 
 
@@ -154,7 +154,11 @@ def release(lessons: Path, out: Path, course_version: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     files = {out / "README.md": RELEASE_README.format(version=course_version,
                                                       repository=REPOSITORY)}
-    files.update({out / path.name: text for path, text in build(lessons, out).items()})
+    pinned = f"{REPOSITORY}@v{course_version}"  # the Colab cell installs this version
+    for path, text in build(lessons, out).items():
+        if f"{REPOSITORY}@main" not in text:
+            raise ValueError(f"{path.name}: no Colab install line from {REPOSITORY}@main to pin")
+        files[out / path.name] = text.replace(f"{REPOSITORY}@main", pinned)
     for path, text in files.items():
         path.write_text(text, encoding="utf-8")
     for path in sorted(out.rglob("*")):
