@@ -45,7 +45,8 @@ top-level ``rope_theta`` / ``partial_rotary_factor``; a top-level
 ``original_max_position_embeddings`` beats the one inside the dict (Phi-3's config class always
 has one, 4096 by default); an explicit ``head_dim`` beats ``qk_rope_head_dim``. GPT-NeoX reads
 only ``rotary_emb_base`` (default 10⁴; a top-level ``rope_theta`` is ignored) and ``rotary_pct``
-(default 0.25). A YaRN ``"truncate": null`` means no truncation. Phi-3's older type names "su"
+(default 0.25; a top-level ``partial_rotary_factor`` is not read, but one given as 0 or outside
+(0, 1] is refused by name, as a ``rotary_pct`` of 0 is: 0 is never read as "missing"). A YaRN ``"truncate": null`` means no truncation. Phi-3's older type names "su"
 and "yarn" mean longrope (transformers 5.23 then also wants original_max_position_embeddings
 inside the dict; this function takes the top-level one).
 """
@@ -80,6 +81,15 @@ _MAX_FACTOR = 1e6
 _ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "head_dim",
               "hidden_size")
 
+
+
+def _fraction(value, field: str) -> float:
+    """A config field that is a share of the head: a real number in (0, 1]; 0 is an error, never
+    a missing value."""
+    value = _validate.real(value, f"config field '{field}'")
+    if not 0 < value <= 1:
+        raise ValueError(f"config field '{field}' must be in (0, 1], got {value}")
+    return value
 
 def _field(rope: dict, key: str, what: str):
     if key not in rope:
@@ -371,7 +381,10 @@ def rope_frequencies_from_config(config: dict, *, length: int | None = None,
     kind = _rope_type(rope, model_type)
     if model_type == "gpt_neox":  # GPT-NeoX's own names, read before the generic ones
         rope.setdefault("rope_theta", config.get("rotary_emb_base", _DEFAULT_BASE))
-        rope.setdefault("partial_rotary_factor", config.get("rotary_pct", 0.25))
+        if config.get("partial_rotary_factor") is not None:  # unread, as in transformers, but
+            _fraction(config["partial_rotary_factor"], "partial_rotary_factor")  # 0 is no default
+        pct = config.get("rotary_pct")
+        rope.setdefault("partial_rotary_factor", 0.25 if pct is None else _fraction(pct, "rotary_pct"))
     rope.setdefault("rope_theta", config.get("rope_theta", _DEFAULT_BASE))
     if config.get("partial_rotary_factor") is not None:
         rope.setdefault("partial_rotary_factor", config["partial_rotary_factor"])
@@ -379,9 +392,7 @@ def rope_frequencies_from_config(config: dict, *, length: int | None = None,
     if base <= 1:
         raise ValueError(f"config field 'rope_theta' must exceed 1, got {base}")
     partial = rope.get("partial_rotary_factor")
-    partial = 1.0 if partial is None else _validate.real(partial, "config field 'partial_rotary_factor'")
-    if not 0 < partial <= 1:
-        raise ValueError(f"config field 'partial_rotary_factor' must be in (0, 1], got {partial}")
+    partial = 1.0 if partial is None else _fraction(partial, "partial_rotary_factor")
     head_dim = _head_dim(config, model_type, layer_type)
     rotary_dim = int(head_dim * partial)
     if rotary_dim < 2:

@@ -470,6 +470,11 @@ ERRORS = [
     (_llama(partial_rotary_factor=1.5), {}, ValueError, "'partial_rotary_factor'"),
     (_llama(rope_scaling={"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": -0.5}), {},
      ValueError, "'partial_rotary_factor'"),
+    # GPT-NeoX reads rotary_pct, not partial_rotary_factor (as transformers does), but a field
+    # given as 0 is an error, never a missing value replaced by a default
+    (dict(_NEOX, partial_rotary_factor=0), {}, ValueError, "'partial_rotary_factor'"),
+    (dict(_NEOX, rotary_pct=0), {}, ValueError, "'rotary_pct'"),
+    (dict(_NEOX, rotary_pct=1.5), {}, ValueError, "'rotary_pct'"),
     (_llama(rope_theta=-1.0), {}, ValueError, "'rope_theta'"),
     (_llama(rope_theta="10000"), {}, TypeError, "'rope_theta'"),
     (_without(_without(_llama(), "hidden_size"), "head_dim"), {}, ValueError, "'head_dim'"),
