@@ -256,6 +256,28 @@ def _doubled(values, steps: int) -> dict:
     return {"budget": values(steps), "double": values(2 * steps)}
 
 
+def _section(
+    *, what: str, budget: str, steps, rows: dict, further_rows=None, **extra
+) -> dict:
+    """One section of the record: the 2x rule on seeds 0-2 at the tolerance 0.01 and,
+    if given, seeds 3-5 at the budget ({row: {column: [one value per seed]}})."""
+    section = dict(
+        what=what,
+        budget=budget,
+        steps=steps,
+        seeds=[0, 1, 2],
+        tolerance=0.01,
+        rows=rows,
+    )
+    if further_rows is not None:
+        section["further"] = {
+            "seeds": [3, 4, 5],
+            "lesson_seeds": [0, 1, 2],
+            "rows": further_rows,
+        }
+    return {**section, **extra}
+
+
 def section_05_amplitude() -> dict:
     names = {a: f"A = {a:g} (code {4 * a:g})" for a in (0.1, 1.0, 8.0)}
     rows = {
@@ -268,23 +290,17 @@ def section_05_amplitude() -> dict:
         for a, name in names.items()
     }
     further = {(a, s): amplitude_run(a, s, 120) for a in names for s in (3, 4, 5)}
-    return dict(
+    return _section(
         what="test accuracy on fresh 16-token sequences",
         budget="120 steps × 32 sequences of 8–16 tokens, AdamW at lr 0.01",
         steps=[120, 240],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
-        further={
-            "seeds": [3, 4, 5],
-            "lesson_seeds": [0, 1, 2],
-            "rows": {
-                name: {
-                    "test accuracy": [further[a, s][0] for s in (3, 4, 5)],
-                    "steps to 90 %": [further[a, s][1] for s in (3, 4, 5)],
-                }
-                for a, name in names.items()
-            },
+        further_rows={
+            name: {
+                "test accuracy": [further[a, s][0] for s in (3, 4, 5)],
+                "steps to 90 %": [further[a, s][1] for s in (3, 4, 5)],
+            }
+            for a, name in names.items()
         },
     )
 
@@ -298,17 +314,15 @@ def section_05_matched() -> dict:
         }
         for arm in ARMS_05
     }
-    return dict(
+    return _section(
         what="test accuracy; seeds 0–5 trained side by side",
         budget="120 steps × 32 sequences × 16 tokens, AdamW at lr 0.01",
         steps=[120, 240],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
     )
 
 
-def _section_06(task: str, further: tuple[int, ...] = ()) -> dict:
+def _section_06(task: str, further: bool = False) -> dict:
     name = task.replace("_", " ")
     rows = {
         name: {
@@ -318,25 +332,20 @@ def _section_06(task: str, further: tuple[int, ...] = ()) -> dict:
             )
         }
     }
-    section = dict(
+    further_rows = None
+    if further:  # seeds 3-5, which the lesson does not train
+        further_rows = {
+            name: {
+                "test accuracy": [four_term_accuracy(task, s, 200) for s in (3, 4, 5)]
+            }
+        }
+    return _section(
         what="test accuracy on fresh 16-token sequences",
         budget="200 steps × 32 sequences of 8–16 tokens, AdamW at lr 0.003",
         steps=[200, 400],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
+        further_rows=further_rows,
     )
-    if further:
-        section["further"] = {
-            "seeds": list(further),
-            "lesson_seeds": [0, 1, 2],
-            "rows": {
-                name: {
-                    "test accuracy": [four_term_accuracy(task, s, 200) for s in further]
-                }
-            },
-        }
-    return section
 
 
 def _section_09(designs: dict) -> dict:
@@ -348,13 +357,11 @@ def _section_09(designs: dict) -> dict:
         }
         for name, (causal, bos) in designs.items()
     }
-    return dict(
+    return _section(
         what="fresh-sequence accuracy; seeds 0–5 trained side by side",
         budget="180 steps × 32 sequences × 16 tokens; AdamW, lr warmed up to 0.02, "
         "then to 0",
         steps=[180, 360],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
     )
 
@@ -369,12 +376,10 @@ def section_07_learned() -> dict:
         }
         for name, steps in STEPS_07.items()
     }
-    return dict(
+    return _section(
         what="test accuracy at n = 12; each row at its own budget",
         budget="the steps in each row × 32 sequences of 6–12 tokens, AdamW at lr 0.003",
         steps=None,
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
     )
 
@@ -388,12 +393,10 @@ def section_08_layers() -> dict:
         }
         for name, reapply in (("added once", False), ("before every block", True))
     }
-    return dict(
+    return _section(
         what="accuracy on fresh sequences; seeds 0–5 trained side by side",
         budget="120 steps × 32 sequences of 16 tokens, AdamW at lr 0.01",
         steps=[120, 240],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
     )
 
@@ -406,12 +409,10 @@ def section_08_count() -> dict:
             )
         }
     }
-    return dict(
+    return _section(
         what="accuracy on fresh sequences; each seed alone",
         budget="120 steps × 32 sequences of 16 tokens, AdamW at lr 0.007",
         steps=[120, 240],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
         in_lesson=False,
     )
@@ -441,24 +442,18 @@ def section_10_length() -> dict:
         for row in further_rows
         for seed in (3, 4, 5)
     }
-    return dict(
+    return _section(
         what="accuracy at n = 16 and on t ≥ 16 of 64-token sequences",
         budget="70 steps × 16 sequences of 8–16 tokens, AdamW at lr 0.015 for "
         "every code",
         steps=[70, 140],
-        seeds=[0, 1, 2],
-        tolerance=0.01,
         rows=rows,
-        further={
-            "seeds": [3, 4, 5],
-            "lesson_seeds": [0, 1, 2],
-            "rows": {
-                row: {
-                    column: [further[row, s][column] for s in (3, 4, 5)]
-                    for column in COLUMNS_10
-                }
-                for row in further_rows
-            },
+        further_rows={
+            row: {
+                column: [further[row, s][column] for s in (3, 4, 5)]
+                for column in COLUMNS_10
+            }
+            for row in further_rows
         },
     )
 
@@ -466,7 +461,7 @@ def section_10_length() -> dict:
 SECTIONS = {
     "05-amplitude": section_05_amplitude,
     "05-matched": section_05_matched,
-    "06-previous": lambda: _section_06(PREVIOUS, further=(3, 4, 5)),
+    "06-previous": lambda: _section_06(PREVIOUS, further=True),
     "06-pointer": lambda: _section_06("pointer"),
     "07-learned": section_07_learned,
     "08-count": section_08_count,
