@@ -30,7 +30,7 @@ from .encodings import LAYOUTS
 from .extension import RopeScaling, rope_frequencies
 from .input_codes import POSITION_CODES
 from .interleaving import checked_nope_layers, layer_plan, window_mask
-from .rope import rotate_pairs
+from .rope import rotate_rows, rotation_rows
 
 INPUT_CODES = ("sinusoidal", "learned", "integer", "normalised")
 ATTENTION_CODES = ("rope", "alibi", "relative")
@@ -316,8 +316,9 @@ class TinyTransformer(nn.Module):
                  else rule.frequencies(d_head, base=config.rope_base, length=start + n))
         scale = 1.0 if rule is None else rule.attention_scale
         angles = positions[:, None] * omega[None, :]  # what rope_rotate makes, made once per forward pass
-        cos, sin, layout = torch.cos(angles), torch.sin(angles), config.rope_layout
-        return lambda x: scale * rotate_pairs(x, cos, sin, layout=layout)
+        layout = config.rope_layout
+        c_rows, s_rows = rotation_rows(torch.cos(angles), torch.sin(angles), layout=layout)
+        return lambda x: scale * rotate_rows(x, c_rows, s_rows, layout=layout)
 
     def forward(self, tokens: torch.Tensor, *, details: bool = False, start: int = 0):
         tokens = self._check_tokens(tokens)

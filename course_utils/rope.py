@@ -47,13 +47,32 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layou
     Returns a tensor shaped like x.
     """
     r = x.shape[-1] if rotary_dim is None else rotary_dim
-    cos, sin = cos.to(x.dtype).to(x.device), sin.to(x.dtype).to(x.device)
+    return rotate_rows(x, *rotation_rows(cos, sin, layout=layout), layout=layout, rotary_dim=r)
+
+
+def rotation_rows(cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "interleaved"):
+    """``rotate_rows``' tables from cos, sin [..., r/2]: C = (cos, cos) and S = (sin, −sin) per
+    pair, each [..., r], in ``layout``'s order of features. A model makes them once per forward
+    pass and turns every query and key with them."""
     if layout == "interleaved":
-        a, b = x[..., 0:r:2], x[..., 1:r:2]
-        turned = torch.stack([cos * a + sin * b, -sin * a + cos * b], dim=-1).flatten(-2)
+        return torch.stack([cos, cos], dim=-1).flatten(-2), torch.stack([sin, -sin], dim=-1).flatten(-2)
+    return torch.cat([cos, cos], dim=-1), torch.cat([sin, -sin], dim=-1)
+
+
+def rotate_rows(x: torch.Tensor, c_rows: torch.Tensor, s_rows: torch.Tensor, *, layout: str = "interleaved",
+                rotary_dim: int | None = None) -> torch.Tensor:
+    """``rotate_pairs`` with its tables made (``rotation_rows``): x·C + swapped·S on the first r
+    features, where swapped holds each feature's partner in its pair (b where x holds a, a where
+    it holds b). Each element is the same two products and one sum as a·cos + b·sin and
+    −sin·a + cos·b, so the bytes are the pairwise formula's, in fewer, whole-row operations."""
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    c_rows, s_rows = c_rows.to(x.dtype).to(x.device), s_rows.to(x.dtype).to(x.device)
+    kept = x if r == x.shape[-1] else x[..., :r]
+    if layout == "interleaved":
+        swapped = torch.stack([kept[..., 1::2], kept[..., 0::2]], dim=-1).flatten(-2)
     else:
-        a, b = x[..., : r // 2], x[..., r // 2 : r]
-        turned = torch.cat([cos * a + sin * b, -sin * a + cos * b], dim=-1)
+        swapped = torch.cat([kept[..., r // 2 :], kept[..., : r // 2]], dim=-1)
+    turned = kept * c_rows + swapped * s_rows
     return turned if r == x.shape[-1] else torch.cat([turned, x[..., r:]], dim=-1)
 
 

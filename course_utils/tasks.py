@@ -15,6 +15,10 @@ length; lengths vary from batch to batch.
 | "pointer"        | the token at position tokens[i]: the      | yes, and the    |
 |                  | query's token names the key's position    | token with it   |
 | "count"          | how often token i occurs in the sequence  | no              |
+| "last_copy"      | the position j < i of the nearest earlier | yes, and the    |
+|                  | copy of token i (lesson 06)               | token with it   |
+
+In "last_copy" a position whose token has not occurred before is not scored.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ import torch
 
 from . import _validate
 
-TASKS = ("reverse", "previous_token", "copy_offset", "own_index", "count", "pointer")
+TASKS = ("reverse", "previous_token", "copy_offset", "own_index", "count", "pointer", "last_copy")
 NEEDS_POSITION = {"reverse": True, "previous_token": True, "copy_offset": True, "own_index": True, "count": False,
-                  "pointer": True}
+                  "pointer": True, "last_copy": True}
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ def n_classes(task: str, *, vocab_size: int, max_len: int) -> int:
     task = _validate.choice(task, "task", TASKS)
     vocab_size = _validate.integer(vocab_size, "vocab_size", minimum=2)
     max_len = _validate.integer(max_len, "max_len", minimum=1)
-    if task == "own_index":
+    if task in ("own_index", "last_copy"):  # the answer is a position
         return max_len
     if task == "count":
         return max_len + 1
@@ -79,8 +83,8 @@ def make_batch(
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     _validate.size_budget(batch_size * length, "the batch [batch_size, length]")
-    if task == "count":  # every token is compared with every other
-        _validate.size_budget(batch_size * length * length, "the count comparisons [batch_size, length, length]")
+    if task in ("count", "last_copy"):  # every token is compared with every other
+        _validate.size_budget(batch_size * length * length, f"the {task} comparisons [batch_size, length, length]")
     if task == "copy_offset" and offset >= length:
         raise ValueError(f"offset must be smaller than length for copy_offset, got offset {offset}, length {length}")
 
@@ -101,6 +105,11 @@ def make_batch(
     elif task == "pointer":  # the token at position tokens[i]; a pointer past the end is not scored
         scored = tokens < length
         targets = torch.gather(tokens, 1, torch.where(scored, tokens, 0))
+    elif task == "last_copy":  # the largest j < i with tokens[j] == tokens[i]; none: not scored
+        earlier = torch.ones(length, length, dtype=torch.bool).tril(diagonal=-1)  # [i, j]: j < i
+        copies = (tokens[:, :, None] == tokens[:, None, :]) & earlier
+        scored = copies.any(dim=-1)
+        targets = torch.where(copies, torch.arange(length), -1).amax(dim=-1).clamp(min=0)
     else:  # count
         targets = (tokens[:, :, None] == tokens[:, None, :]).sum(dim=-1)
     return Batch(tokens=tokens, targets=targets, scored=scored)

@@ -19,7 +19,7 @@ from .grid_codes import (checked_d_model_2d, checked_grid, checked_spacing, grid
                          rope_tables_2d, sinusoidal_encoding_2d)
 from .models import Block
 from .reproducible import Linear
-from .rope import rotate_pairs
+from .rope import rotate_rows, rotation_rows
 
 GRID_CODES = ("none", "sinusoidal_1d", "sinusoidal_2d", "learned", "rope_2d")
 
@@ -160,7 +160,8 @@ class TinyViT(nn.Module):
         rows, cols = grid_positions(*grid)
         d_head = self.d_model // self.n_heads
         cos, sin = rope_tables_2d(rows * spacing, cols * spacing, d_head, self.base)
-        return lambda x: rotate_pairs(x, cos, sin)  # rope_rotate_2d, its tables computed once
+        c_rows, s_rows = rotation_rows(cos, sin)
+        return lambda x: rotate_rows(x, c_rows, s_rows)  # rope_rotate_2d, its tables made once
 
     def forward(self, patches: torch.Tensor, *, grid=None, spacing=None, details: bool = False):
         grid, spacing = self._where(grid, spacing)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from course_utils import (ModelConfig, TinyTransformer, attention, causal_mask, convert_rope_layout,
                           offset_dependence, offset_matrix, rope_decay_bound, rope_decode_step,
                           rope_permutation, rope_rotate)
+from course_utils.rope import rotate_pairs
 
 # A test dependency (pyproject's test extra): `make test` must never skip the cross-checks.
 from transformers.models.llama import modeling_llama as llama
@@ -190,3 +191,31 @@ def test_su_et_als_decay_bound_falls_with_the_offset():
     assert bound[1] > bound[2] > bound[3] > bound[4]
     slower = rope_decay_bound(torch.tensor([100.0, 1000.0]), 128, base=500_000.0)
     assert (slower > bound[3:]).all(), "a larger base decays later"
+
+
+def pairwise(x, cos, sin, layout, r):
+    """Each pair (a, b) turned as (a cos + b sin, −sin a + cos b), one pair at a time."""
+    a, b = (x[..., 0:r:2], x[..., 1:r:2]) if layout == "interleaved" else (x[..., : r // 2], x[..., r // 2 : r])
+    first, second = cos * a + sin * b, -sin * a + cos * b
+    turned = (torch.stack([first, second], dim=-1).flatten(-2) if layout == "interleaved"
+              else torch.cat([first, second], dim=-1))
+    return torch.cat([turned, x[..., r:]], dim=-1)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(rope_inputs(), st.sampled_from(("interleaved", "halves")))
+def test_whole_row_rotation_has_the_bytes_of_the_pairwise_formula(inputs, layout):
+    # rotate_pairs computes x·C + swapped·S: the same two products and one sum per element as
+    # the pairwise formula, so trained models and stored outputs keep their bytes
+    x, positions, base, rotary_dim, dtype = inputs
+    omega = base ** (-torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
+    angles = positions[:, None] * omega[None, :]
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    ours_x, theirs_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ours = rotate_pairs(ours_x, cos, sin, layout=layout, rotary_dim=rotary_dim)
+    theirs = pairwise(theirs_x, cos, sin, layout, rotary_dim)
+    assert torch.equal(ours, theirs)
+    upstream = torch.randn(x.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(dtype)
+    ours.backward(upstream)
+    theirs.backward(upstream)
+    assert torch.equal(ours_x.grad, theirs_x.grad)

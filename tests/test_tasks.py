@@ -35,6 +35,13 @@ def test_targets_follow_their_definitions():
     b = batch("count")
     row = b.tokens[0]
     assert all(int(b.targets[0, i]) == int((row == row[i]).sum()) for i in range(7))
+    b = batch("last_copy", length=12)  # the largest j < i holding token i; none: not scored
+    for r in range(5):
+        for i in range(12):
+            earlier = [j for j in range(i) if b.tokens[r, j] == b.tokens[r, i]]
+            assert bool(b.scored[r, i]) == bool(earlier)
+            if earlier:
+                assert int(b.targets[r, i]) == earlier[-1]
 
 
 def test_count_is_the_one_task_that_does_not_need_position():

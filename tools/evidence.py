@@ -23,14 +23,18 @@ import torch
 
 import course_utils
 from course_utils import (
+    FourTerms,
     ModelConfig,
     TinyTransformer,
     evaluate,
     initialise_table,
+    make_batch,
     n_classes,
+    scored_accuracy,
     setup,
     steps_to_accuracy,
     train,
+    without_terms,
 )
 from course_utils.evidence import RECORD
 from tools import pretrain
@@ -89,19 +93,56 @@ def matched_accuracy(arm: str, steps: int) -> list[float]:
     return [evaluate(model, PREVIOUS, length=16) for model in models]
 
 
+# lesson 06's one-layer, one-head model with the sinusoid
+MODEL_06 = dict(
+    vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal"
+)
+
+
 def four_term_accuracy(task: str, seed: int, steps: int) -> float:
     """Lesson 06: the one-layer, one-head sinusoidal model on ``task``; its accuracy."""
-    config = ModelConfig(
-        vocab_size=8,
-        d_model=32,
-        n_heads=1,
-        n_layers=1,
-        max_len=16,
-        position="sinusoidal",
-    )
-    model = TinyTransformer(config, seed=seed)
+    model = TinyTransformer(ModelConfig(**MODEL_06), seed=seed)
     train(model, task, steps=steps, lengths=(8, 16), seed=seed, progress=False)
     return evaluate(model, task, length=16)
+
+
+LAST_COPY = "last_copy"
+
+
+def last_copy_models(seeds: tuple[int, ...], steps: int) -> list[TinyTransformer]:
+    """Lesson 06 section 6: the one-layer, one-head sinusoidal model, causal, that names
+    the position of the nearest earlier copy of each token; ``seeds`` side by side."""
+    outputs = n_classes(LAST_COPY, vocab_size=8, max_len=16)
+    config = ModelConfig(**MODEL_06, causal=True, n_outputs=outputs)
+    models = [TinyTransformer(config, seed=seed) for seed in seeds]
+    train(
+        models,
+        LAST_COPY,
+        steps=steps,
+        lr=1e-2,
+        schedule="warmup_linear",
+        lengths=(16, 16),
+        seed=list(seeds),
+        progress=False,
+    )
+    return models
+
+
+def without_each_term(model: TinyTransformer) -> dict[str, float]:
+    """Lesson 06 section 6: accuracy on 256 fresh sequences with all four terms, then
+    with each one set to 0 ({"all four terms": ..., "without token_token": ...})."""
+    batch = make_batch(
+        LAST_COPY,
+        batch_size=256,
+        length=16,
+        vocab_size=8,
+        generator=torch.Generator().manual_seed(2),
+    )
+    drops = {"all four terms": (), **{f"without {t}": (t,) for t in FourTerms._fields}}
+    return {
+        label: scored_accuracy(without_terms(model, batch.tokens, drop).logits, batch)
+        for label, drop in drops.items()
+    }
 
 
 def own_index_accuracy(causal: bool, bos: bool, steps: int) -> list[float]:
@@ -348,6 +389,32 @@ def _section_06(task: str, further: bool = False) -> dict:
     )
 
 
+def section_06_last_copy() -> dict:
+    rows = {
+        "last copy": {
+            "test accuracy": _doubled(
+                lambda steps: [
+                    evaluate(model, LAST_COPY, length=16)
+                    for model in last_copy_models((0, 1, 2), steps)
+                ],
+                600,
+            )
+        }
+    }
+    further = [without_each_term(m) for m in last_copy_models((3, 4, 5), 600)]
+    return _section(
+        what="test accuracy on fresh 16-token sequences; seeds 0–2 side by side",
+        budget="600 steps × 32 sequences × 16 tokens; AdamW, lr warmed up to 0.01, "
+        "then to 0",
+        steps=[600, 1200],
+        rows=rows,
+        further_rows={
+            label: {"accuracy": [scores[label] for scores in further]}
+            for label in further[0]
+        },
+    )
+
+
 def _section_09(designs: dict) -> dict:
     rows = {
         name: {
@@ -463,6 +530,7 @@ SECTIONS = {
     "05-matched": section_05_matched,
     "06-previous": lambda: _section_06(PREVIOUS, further=True),
     "06-pointer": lambda: _section_06("pointer"),
+    "06-last-copy": section_06_last_copy,
     "07-learned": section_07_learned,
     "08-count": section_08_count,
     "08-layers": section_08_layers,
