@@ -23,6 +23,8 @@ A section of the record (JSON) looks like
      "rows": {"A = 1": {"test accuracy": {"budget": [s0, s1, s2],
                                           "double": [s0, s1, s2]}}},
      "further": {"seeds": [3, 4, 5], "rows": {"rope H=4": {"n = 16": [s3, s4, s5]}}}}
+
+where "further" may also say how its seeds were trained ("trained": "side by side").
 """
 
 from __future__ import annotations
@@ -134,8 +136,9 @@ def _further_lines(further: dict) -> list[str]:
         max(len(c), *(len(cells[row][i]) for row in rows)) + 2
         for i, c in enumerate(columns)
     ]
+    how = f", trained {further['trained']}" if further.get("trained") else ""
     lines = [
-        f"seeds {_span(seeds)}, at the budget (the lesson trains "
+        f"seeds {_span(seeds)}, at the budget{how} (the lesson trains "
         f"{_span(further.get('lesson_seeds', [0, 1, 2]))}):",
         " " * width + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)),
     ]

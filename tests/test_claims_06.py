@@ -186,13 +186,22 @@ def test_lesson_06_last_copy_needs_three_terms_on_every_seed(seeds):
     """Section 6's claims on every seed: the task is learned; without token-token the accuracy
     falls to about a fifth, near 'answer the previous position'; without position-position
     below half; without token-position it drops by less but on every seed; position-token can go."""
+    batch = make_batch("last_copy", batch_size=256, length=16, vocab_size=8,
+                       generator=torch.Generator().manual_seed(2))
+    copy_keys = torch.where(batch.scored, batch.targets, -1)
+    own_keys = torch.where(batch.scored, torch.arange(16).expand(256, 16), -1)
     for model in copiers(seeds):
         scores = evidence_tool.without_each_term(model)
         assert scores["all four terms"] > 0.98
         assert 0.15 < scores["without token_token"] < 0.26
         assert scores["without position_position"] < 0.5
         assert 0.5 < scores["without token_position"] < scores["all four terms"] - 0.1
-        assert scores["without position_token"] > scores["all four terms"] - 0.02
+        assert abs(scores["without position_token"] - scores["all four terms"]) <= 0.01
+        # without position-position the head leans on itself and leaves the latest copy
+        full = without_terms(model, batch.tokens, ())
+        dropped = without_terms(model, batch.tokens, ("position_position",))
+        assert weight_on_key(dropped.weights, own_keys) > weight_on_key(full.weights, own_keys) + 0.05
+        assert weight_on_key(dropped.weights, copy_keys) < weight_on_key(full.weights, copy_keys) - 0.1
 
 
 def test_the_footer_of_section_6_the_2x_rule_and_seeds_3_to_5_are_these_runs():

@@ -16,8 +16,12 @@ lesson makes for every seed (pair 1 carries a part of the lead; the model stays 
 import pytest
 import torch
 
+from conftest import assert_recorded
+
 from course_utils import (ModelConfig, RopeScaling, TinyTransformer, attention_at_offset, attention_entropy,
                           evaluate, offset_head, pair_logits, rival_margin, train, with_rope_scaling, without_pairs)
+from course_utils.evidence import evidence
+from tools import evidence as evidence_tool
 
 PRINTED, FURTHER = (3, 4, 5), (6,)  # the lesson prints 3-5; 6 never, trained as its own group
 SEEDS = PRINTED + FURTHER
@@ -244,7 +248,9 @@ def test_at_width_32_the_general_findings_hold(wide, seed):
 
 def test_the_budget_line_twice_the_steps_changes_no_length_by_a_point():
     """Lesson 12's budget line (seeds 0-2): with twice the steps (300) the accuracy at L, 2L and 4L moves by
-    less than 0.01 on every seed: the length results are not those of a short run."""
+    less than 0.01 on every seed: the length results are not those of a short run; the record
+    (the lesson's footer) holds these runs."""
+    by_seed = []
     for seed in (0, 1, 2):
         scores = []
         for steps in (STEPS, 2 * STEPS):
@@ -252,6 +258,11 @@ def test_the_budget_line_twice_the_steps_changes_no_length_by_a_point():
             train(model, "copy_offset", steps=steps, lengths=(L, L), offset=K, lr=3e-3, seed=seed, progress=False)
             scores.append([_accuracy(model, n) for n in (L, 2 * L, 4 * L)])
         assert all(abs(a - b) < 0.01 for a, b in zip(*scores)), (seed, scores)
+        by_seed.append(scores)
+    rows = evidence("12-narrow")["rows"]["two heads of 16"]  # the footer prints these runs
+    for i, column in enumerate(("L", "2L", "4L")):
+        assert_recorded([s[0][i] for s in by_seed], rows[column]["budget"])
+        assert_recorded([s[1][i] for s in by_seed], rows[column]["double"])
 
 
 def test_the_wider_heads_budget_line_twice_the_steps_moves_the_mean_by_at_most_a_point():
@@ -264,4 +275,20 @@ def test_the_wider_heads_budget_line_twice_the_steps_moves_the_mean_by_at_most_a
         means.append([sum(_accuracy(m, n) for m in trained) / 3 for n in (L, 2 * L, 4 * L)])
         ntk.append(sum(_accuracy(with_rope_scaling(m, "ntk", factor=4.0), 4 * L) for m in trained) / 3)
     assert all(abs(a - b) <= 0.01 for a, b in zip(*means)), means
+    rows = evidence("12-wide")["rows"]["one head of 32"]  # the footer prints these runs
+    for i, column in enumerate(("L", "2L", "4L")):
+        for j, key in enumerate(("budget", "double")):
+            assert_recorded([means[j][i]], [sum(rows[column][key]) / 3])
     assert abs(ntk[0] - ntk[1]) < 0.03 and means[0][2] - ntk[0] > 0.25, (ntk, means)
+
+
+@pytest.mark.parametrize("design", ["narrow", "wide"])
+def test_the_footers_seeds_3_to_5_are_these_models(models, wide, design):
+    """The footers print seeds 3-5 read every way at 2L and 4L: the models these claims test."""
+    group = models if design == "narrow" else wide
+    rows = evidence(f"12-{design}")["further"]["rows"]
+    for reading, columns in rows.items():
+        for column, recorded in columns.items():
+            n = {"2L": 2 * L, "4L": 4 * L}[column]
+            values = [evidence_tool.copy_accuracy_12(group[s], n, reading) for s in PRINTED]
+            assert_recorded(values, recorded)

@@ -34,6 +34,7 @@ from course_utils import (
     setup,
     steps_to_accuracy,
     train,
+    with_rope_scaling,
     without_terms,
 )
 from course_utils.evidence import RECORD
@@ -292,6 +293,68 @@ def length_scores(row: str, seed: int, steps: int) -> dict[str, float]:
     }
 
 
+# lesson 12: causal RoPE models on copy_offset (K = 8) at exactly L = 16 tokens
+L_12, K_12, STEPS_12 = 16, 8, 150
+LENGTHS_12 = {"L": L_12, "2L": 2 * L_12, "4L": 4 * L_12}
+# the lesson's readings past L: (scaling, YaRN's beta_fast and beta_slow)
+READINGS_12 = {
+    "none": (None, 32.0, 1.0),
+    "PI": ("linear", 32.0, 1.0),
+    "NTK": ("ntk", 32.0, 1.0),
+    "YaRN, β for L=16": ("yarn", 1.0, 0.05),
+}
+
+
+def copy_models_12(n_heads: int, seeds, steps: int, together: bool) -> list:
+    """Lesson 12's model (two heads of 16, or one of 32) trained on copy_offset at L;
+    ``together``: the seeds side by side, else one at a time."""
+    config = ModelConfig(
+        vocab_size=16,
+        d_model=32,
+        n_heads=n_heads,
+        n_layers=1,
+        max_len=64,
+        position="rope",
+        causal=True,
+    )
+    models = [TinyTransformer(config, seed=seed) for seed in seeds]
+    groups = [(models, list(seeds))] if together else list(zip(models, seeds))
+    for group, seed in groups:
+        train(
+            group,
+            "copy_offset",
+            steps=steps,
+            lengths=(L_12, L_12),
+            offset=K_12,
+            lr=3e-3,
+            seed=seed,
+            progress=False,
+        )
+    return models
+
+
+def copy_accuracy_12(model, n: int, reading: str = "none") -> float:
+    """Accuracy of ``model`` on n-token copy_offset sequences, read with ``reading``
+    at factor n / L; past L only the positions t >= L count."""
+    scaling, fast, slow = READINGS_12[reading]
+    if scaling is not None:
+        model = with_rope_scaling(
+            model,
+            scaling,
+            factor=n / L_12,
+            original_max_len=L_12,
+            beta_fast=fast,
+            beta_slow=slow,
+        )
+    return evaluate(
+        model,
+        "copy_offset",
+        offset=K_12,
+        length=n,
+        from_position=L_12 if n > L_12 else 0,
+    )
+
+
 def _doubled(values, steps: int) -> dict:
     """{"budget": values(steps), "double": values(2 * steps)}, one value per seed."""
     return {"budget": values(steps), "double": values(2 * steps)}
@@ -413,6 +476,41 @@ def section_06_last_copy() -> dict:
             for label in further[0]
         },
     )
+
+
+def _section_12(n_heads: int, together: bool, row: str, trained: str) -> dict:
+    """Lesson 12: plain RoPE at L, 2L and 4L on seeds 0-2 at 150 and 300 steps; seeds
+    3-5 (side by side, as the lesson's further seeds) read every way at 2L and 4L."""
+    runs = {
+        steps: copy_models_12(n_heads, (0, 1, 2), steps, together)
+        for steps in (STEPS_12, 2 * STEPS_12)
+    }
+    rows = {
+        row: {
+            column: {
+                "budget": [copy_accuracy_12(m, n) for m in runs[STEPS_12]],
+                "double": [copy_accuracy_12(m, n) for m in runs[2 * STEPS_12]],
+            }
+            for column, n in LENGTHS_12.items()
+        }
+    }
+    further = copy_models_12(n_heads, (3, 4, 5), STEPS_12, together=True)
+    section = _section(
+        what=f"plain RoPE's accuracy at L and at t ≥ L; {trained}",
+        budget="150 steps × 32 sequences of exactly L = 16 tokens, AdamW at lr 0.003",
+        steps=[STEPS_12, 2 * STEPS_12],
+        rows=rows,
+        further_rows={
+            reading: {
+                column: [copy_accuracy_12(m, n, reading) for m in further]
+                for column, n in LENGTHS_12.items()
+                if column != "L"
+            }
+            for reading in READINGS_12
+        },
+    )
+    section["further"]["trained"] = "side by side"
+    return section
 
 
 def _section_09(designs: dict) -> dict:
@@ -539,6 +637,10 @@ SECTIONS = {
     ),
     "09-no-bos": lambda: _section_09({"causal, no BOS": (True, False)}),
     "10-length": section_10_length,
+    "12-narrow": lambda: _section_12(
+        2, False, "two heads of 16", "seeds 0–2 each alone"
+    ),
+    "12-wide": lambda: _section_12(1, True, "one head of 32", "seeds 0–2 side by side"),
 }
 
 
