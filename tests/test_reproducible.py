@@ -197,3 +197,26 @@ def test_under_mkls_amd_paths_the_course_keeps_its_bytes():
                                                           for r in runs)
     assert raw_native != raw_amd  # the emulation is in force
     assert course_native == course_amd
+
+
+def test_adamw_updates_parameters_at_different_steps_like_torchs():
+    """A parameter without a gradient skips a step and keeps its own count, as in torch:
+    the update at once of every tensor (grouped by step) gives the one-at-a-time bytes."""
+    x = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
+    if not torch.equal(x.abs().sqrt(), correctly_rounded_sqrt(x.abs())):
+        pytest.skip("torch's sqrt is not correctly rounded on this CPU")
+    params = []
+    for optimiser_class in (torch.optim.AdamW, AdamW):
+        torch.manual_seed(0)
+        first, second = torch.nn.Linear(16, 32), torch.nn.Linear(32, 1)
+        optimiser = optimiser_class([*first.parameters(), *second.parameters()], lr=1e-2,
+                                    weight_decay=0.1)
+        for step in range(6):
+            optimiser.zero_grad()
+            hidden = first(x).relu()
+            if step % 3 == 1:  # the first layer gets no gradient on these steps
+                hidden = hidden.detach()
+            second(hidden).pow(2).mean().backward()
+            optimiser.step()
+        params.append(torch.cat([p.flatten() for p in (*first.parameters(), *second.parameters())]))
+    assert torch.equal(*params)
