@@ -38,13 +38,20 @@ def test_correctly_rounded_sqrt_is_the_float64_root_rounded():
         correctly_rounded_sqrt(np.ones(3))
 
 
+def _inputs_where_torchs_root_is_correctly_rounded() -> torch.Tensor:
+    """A batch x [64, 16]; skips the test on a CPU whose torch sqrt is not correctly
+    rounded (an Intel Xeon's is; an AMD EPYC's is not: the point of our AdamW)."""
+    x = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
+    if not torch.equal(x.abs().sqrt(), correctly_rounded_sqrt(x.abs())):
+        pytest.skip("torch's sqrt is not correctly rounded on this CPU")
+    return x
+
+
 @pytest.mark.parametrize("weight_decay", [0.0, 0.1])
 def test_adamw_gives_torchs_bytes_where_torchs_root_is_correctly_rounded(weight_decay):
     """Ten steps of a small network: torch.optim.AdamW's bytes on a CPU whose torch sqrt
     is correctly rounded (an Intel Xeon's is; an AMD EPYC's is not: the point)."""
-    x = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
-    if not torch.equal(x.abs().sqrt(), correctly_rounded_sqrt(x.abs())):
-        pytest.skip("torch's sqrt is not correctly rounded on this CPU")
+    x = _inputs_where_torchs_root_is_correctly_rounded()
     params = []
     for optimiser_class in (torch.optim.AdamW, AdamW):
         torch.manual_seed(0)
@@ -202,9 +209,7 @@ def test_under_mkls_amd_paths_the_course_keeps_its_bytes():
 def test_adamw_updates_parameters_at_different_steps_like_torchs():
     """A parameter without a gradient skips a step and keeps its own count, as in torch:
     the update at once of every tensor (grouped by step) gives the one-at-a-time bytes."""
-    x = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
-    if not torch.equal(x.abs().sqrt(), correctly_rounded_sqrt(x.abs())):
-        pytest.skip("torch's sqrt is not correctly rounded on this CPU")
+    x = _inputs_where_torchs_root_is_correctly_rounded()
     params = []
     for optimiser_class in (torch.optim.AdamW, AdamW):
         torch.manual_seed(0)
