@@ -29,7 +29,8 @@ table):
              position_ids, streaming
                                             work on models: edit, measure, read, feed, load
     floor 5  training                       the one training loop: tasks, texts, images
-    floor 6  vision                         lesson 13's measurements of a trained ViT
+    floor 6  vision, recipes                lesson 13's measurements of a trained ViT; the
+                                            lessons' trained set-ups, shared with the record
     floor 7  plots, widgets                 figures and explorers
     floor 8  __init__                       this namespace
 
@@ -86,6 +87,8 @@ from .tasks import make_batch, n_classes, scored_accuracy
 from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_position, text_batch,
                    text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
+from .recipes import (copy_accuracy, copy_offset_models, last_copy_ablation, last_copy_models,
+                      last_copy_test_batch, read_past)
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
@@ -94,8 +97,8 @@ from .vit import TinyViT, ViTConfig
 from .zoo import budget_report, pretrained, zoo_manifest
 
 __all__ = [
-    "AdamW",
     "accuracy_by_position",
+    "AdamW",
     "add_learned_code",
     "alibi_bias",
     "alibi_slopes",
@@ -119,6 +122,8 @@ __all__ = [
     "commuting_map",
     "context_gain",
     "convert_rope_layout",
+    "copy_accuracy",
+    "copy_offset_models",
     "cosine_similarity_matrix",
     "cosine_spread",
     "count_parameters",
@@ -146,6 +151,9 @@ __all__ = [
     "kept_lead",
     "key_argmax_share",
     "key_pull",
+    "last_copy_ablation",
+    "last_copy_models",
+    "last_copy_test_batch",
     "layer_curves",
     "layer_profile",
     "LayerProfile",
@@ -196,6 +204,7 @@ __all__ = [
     "principal_angles",
     "principal_directions",
     "range_means",
+    "read_past",
     "Recovery",
     "relative_movement",
     "RelativeBias",

@@ -33,11 +33,10 @@ import pytest
 import torch
 from conftest import assert_recorded
 
-from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_share, key_pull,
-                          make_batch, model_four_terms, offset_argmax_share, offset_only_r2, offset_pull,
-                          principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
+from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_share, key_pull, last_copy_ablation,
+                          last_copy_models, make_batch, model_four_terms, offset_argmax_share, offset_only_r2,
+                          offset_pull, principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
 from course_utils.evidence import evidence
-from tools import evidence as evidence_tool
 
 CONFIG = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
 SEEDS = (3, 4, 5, 6)  # 3-5: printed by the lesson in short tables; 6: never printed
@@ -174,11 +173,11 @@ def test_the_footer_of_section_5_the_pointer_passes_the_2x_rule_in_these_runs():
 
 
 # Section 6: the causal one-head model that names the position of the nearest earlier copy of
-# each token, seeds side by side (tools/evidence.py holds the recipe the lesson trains).
+# each token, seeds side by side (course_utils.recipes holds the recipe the lesson trains).
 @functools.cache
 def copiers(seeds: tuple[int, ...], steps: int = 600) -> list:
     setup(0)
-    return evidence_tool.last_copy_models(seeds, steps)
+    return last_copy_models(seeds, steps)
 
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2), (3, 4, 5)])
@@ -190,8 +189,9 @@ def test_lesson_06_last_copy_needs_three_terms_on_every_seed(seeds):
                        generator=torch.Generator().manual_seed(2))
     copy_keys = torch.where(batch.scored, batch.targets, -1)
     own_keys = torch.where(batch.scored, torch.arange(16).expand(256, 16), -1)
-    for model in copiers(seeds):
-        scores = evidence_tool.without_each_term(model)
+    table = last_copy_ablation(copiers(seeds), batch)
+    for i, model in enumerate(copiers(seeds)):
+        scores = {label: row["accuracy"][i] for label, row in table.items()}
         assert scores["all four terms"] > 0.98
         assert 0.15 < scores["without token_token"] < 0.26
         assert scores["without position_position"] < 0.5
@@ -214,6 +214,7 @@ def test_the_footer_of_section_6_the_2x_rule_and_seeds_3_to_5_are_these_runs():
     assert_recorded(budget, rows["budget"])
     assert_recorded(double, rows["double"])
     assert abs(sum(double) - sum(budget)) / 3 < 0.01
-    further = [evidence_tool.without_each_term(m) for m in copiers((3, 4, 5))]
+    further = last_copy_ablation(copiers((3, 4, 5)))
+    assert list(record["further"]["rows"]) == list(further)
     for label, values in record["further"]["rows"].items():
-        assert_recorded([scores[label] for scores in further], values["accuracy"])
+        assert_recorded(further[label]["accuracy"], values["accuracy"])

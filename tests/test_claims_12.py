@@ -18,17 +18,15 @@ import torch
 
 from conftest import assert_recorded
 
-from course_utils import (ModelConfig, RopeScaling, TinyTransformer, attention_at_offset, attention_entropy,
+from course_utils import (RopeScaling, attention_at_offset, attention_entropy, copy_accuracy, copy_offset_models,
                           evaluate, offset_head, pair_logits, rival_margin, train, with_rope_scaling, without_pairs)
 from course_utils.evidence import evidence
-from tools import evidence as evidence_tool
 
 PRINTED, FURTHER = (3, 4, 5), (6,)  # the lesson prints 3-5; 6 never, trained as its own group
 SEEDS = PRINTED + FURTHER
 L, K, STEPS = 16, 8, 150
 CHANCE = 1 / 16
-NARROW = ModelConfig(vocab_size=16, d_model=32, n_heads=2, n_layers=1, max_len=64, position="rope", causal=True)
-WIDE = ModelConfig(vocab_size=16, d_model=32, n_heads=1, n_layers=1, max_len=64, position="rope", causal=True)
+NARROW, WIDE = 2, 1  # heads of the lesson's model (course_utils.recipes.copy_offset_models)
 PROBE = torch.randint(0, 16, (64, 4 * L), generator=torch.Generator().manual_seed(7))
 OUR_BETAS = dict(beta_fast=1.0, beta_slow=0.05)
 
@@ -44,10 +42,8 @@ def _fine_tuned(model, steps: int, seed: int):
     return _accuracy(model, 4 * L)
 
 
-def _side_by_side(config, seeds, steps=STEPS) -> list:
-    models = [TinyTransformer(config, seed=s) for s in seeds]
-    train(models, "copy_offset", steps=steps, lengths=(L, L), offset=K, lr=3e-3, seed=list(seeds), progress=False)
-    return models
+def _side_by_side(n_heads: int, seeds, steps=STEPS) -> list:
+    return copy_offset_models(n_heads, seeds, steps, together=True)
 
 
 def _copy_head(model) -> int:
@@ -58,9 +54,9 @@ def _lead(model, head: int, n: int, queries: range):
     return rival_margin(pair_logits(model, PROBE[:, :n], head=head), K, queries=queries)
 
 
-def _groups(config) -> dict:
+def _groups(n_heads: int) -> dict:
     return {seed: model for group in (PRINTED, FURTHER)
-            for seed, model in zip(group, _side_by_side(config, group))}
+            for seed, model in zip(group, _side_by_side(n_heads, group))}
 
 
 @pytest.fixture(scope="module")
@@ -254,8 +250,7 @@ def test_the_budget_line_twice_the_steps_changes_no_length_by_a_point():
     for seed in (0, 1, 2):
         scores = []
         for steps in (STEPS, 2 * STEPS):
-            model = TinyTransformer(NARROW, seed=seed)
-            train(model, "copy_offset", steps=steps, lengths=(L, L), offset=K, lr=3e-3, seed=seed, progress=False)
+            model, = copy_offset_models(NARROW, [seed], steps, together=False)
             scores.append([_accuracy(model, n) for n in (L, 2 * L, 4 * L)])
         assert all(abs(a - b) < 0.01 for a, b in zip(*scores)), (seed, scores)
         by_seed.append(scores)
@@ -290,5 +285,5 @@ def test_the_footers_seeds_3_to_5_are_these_models(models, wide, design):
     for reading, columns in rows.items():
         for column, recorded in columns.items():
             n = {"2L": 2 * L, "4L": 4 * L}[column]
-            values = [evidence_tool.copy_accuracy_12(group[s], n, reading) for s in PRINTED]
+            values = [copy_accuracy(group[s], n, reading) for s in PRINTED]
             assert_recorded(values, recorded)

@@ -1999,6 +1999,56 @@ VISION_CASES = {
 CASES.update(VISION_CASES)
 
 
+# the lessons' recipes (course_utils/recipes.py), at one or two training steps
+from course_utils import recipes  # noqa: E402
+
+_LAST_COPY = TinyTransformer(ModelConfig(**recipes.LAST_COPY_MODEL, n_outputs=16), seed=0)
+_COPY_ROPE = _tiny_model(vocab_size=16, max_len=24, position="rope", causal=True)
+_SEED_LISTS = st.lists(seeds, min_size=1, max_size=2)
+_READINGS = tuple(recipes.READINGS)
+
+
+def _expect_ablation(kw, out):
+    assert list(out) == ["all four terms", *(f"without {t}" for t in FourTerms._fields)]
+    for row in out.values():
+        assert list(row) == ["accuracy", "weight on the copy", "weight on itself"]
+        assert all(len(values) == len(kw["models"]) and all(0 <= v <= 1 for v in values)
+                   for values in row.values())
+
+
+RECIPE_CASES = {
+    "last_copy_models": Case(
+        st.fixed_dictionaries(dict(seeds=_SEED_LISTS, steps=st.integers(1, 2))),
+        dict(seeds=ANY, steps=Steps(1)),
+        lambda kw, out: len(out) == len(kw["seeds"]) and all(isinstance(m, TinyTransformer) for m in out)
+        or _raises(), examples=3),
+    "last_copy_test_batch": Case(
+        st.just({}), {}, lambda kw, out: isinstance(out, Batch) and out.tokens.shape == (256, 16) or _raises()),
+    "last_copy_ablation": Case(
+        st.fixed_dictionaries(dict(models=st.just([_LAST_COPY]), batch=st.none() | st.builds(
+            lambda seed: cu.make_batch("last_copy", batch_size=4, length=16, vocab_size=8,
+                                    generator=torch.Generator().manual_seed(seed)), seeds))),
+        dict(models=ANY, batch=ANY), _expect_ablation, partners=("models", "batch"), examples=5),
+    "copy_offset_models": Case(
+        st.fixed_dictionaries(dict(n_heads=st.sampled_from((1, 2)), seeds=_SEED_LISTS, steps=st.integers(1, 2),
+                                   together=st.booleans())),
+        dict(n_heads=Int(1, 32), seeds=ANY, steps=Steps(1), together=Bool()),
+        lambda kw, out: len(out) == len(kw["seeds"]) and all(m.config.n_heads == kw["n_heads"] for m in out)
+        or _raises(), examples=3),
+    "read_past": Case(
+        st.fixed_dictionaries(dict(model=st.just(_COPY_ROPE), reading=st.sampled_from(_READINGS),
+                                   factor=st.floats(1, 8))),
+        dict(model=MODEL, reading=Choice(_READINGS), factor=ANY, betas=ANY),
+        lambda kw, out: isinstance(out, TinyTransformer) and out is not kw["model"] or _raises(), examples=10),
+    "copy_accuracy": Case(
+        st.fixed_dictionaries(dict(model=st.just(_COPY_ROPE), n=st.integers(9, 24),
+                                   reading=st.sampled_from(_READINGS))),
+        dict(model=MODEL, n=Int(9), reading=Choice(_READINGS)),
+        lambda kw, out: is_float(out, 0, 1), partners=("model", "n"), examples=5),
+}
+CASES.update(RECIPE_CASES)
+
+
 @st.composite
 def _train_images_kwargs(draw):
     """train on images: a TinyViT, or several side by side."""

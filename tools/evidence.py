@@ -23,21 +23,24 @@ import torch
 
 import course_utils
 from course_utils import (
-    FourTerms,
     ModelConfig,
     TinyTransformer,
     evaluate,
     initialise_table,
-    make_batch,
     n_classes,
-    scored_accuracy,
     setup,
     steps_to_accuracy,
     train,
-    with_rope_scaling,
-    without_terms,
 )
 from course_utils.evidence import RECORD
+from course_utils.recipes import (
+    COPY_L,
+    COPY_STEPS,
+    copy_accuracy,
+    copy_offset_models,
+    last_copy_ablation,
+    last_copy_models,
+)
 from tools import pretrain
 
 PREVIOUS = "previous_token"
@@ -105,45 +108,6 @@ def four_term_accuracy(task: str, seed: int, steps: int) -> float:
     model = TinyTransformer(ModelConfig(**MODEL_06), seed=seed)
     train(model, task, steps=steps, lengths=(8, 16), seed=seed, progress=False)
     return evaluate(model, task, length=16)
-
-
-LAST_COPY = "last_copy"
-
-
-def last_copy_models(seeds: tuple[int, ...], steps: int) -> list[TinyTransformer]:
-    """Lesson 06 section 6: the one-layer, one-head sinusoidal model, causal, that names
-    the position of the nearest earlier copy of each token; ``seeds`` side by side."""
-    outputs = n_classes(LAST_COPY, vocab_size=8, max_len=16)
-    config = ModelConfig(**MODEL_06, causal=True, n_outputs=outputs)
-    models = [TinyTransformer(config, seed=seed) for seed in seeds]
-    train(
-        models,
-        LAST_COPY,
-        steps=steps,
-        lr=1e-2,
-        schedule="warmup_linear",
-        lengths=(16, 16),
-        seed=list(seeds),
-        progress=False,
-    )
-    return models
-
-
-def without_each_term(model: TinyTransformer) -> dict[str, float]:
-    """Lesson 06 section 6: accuracy on 256 fresh sequences with all four terms, then
-    with each one set to 0 ({"all four terms": ..., "without token_token": ...})."""
-    batch = make_batch(
-        LAST_COPY,
-        batch_size=256,
-        length=16,
-        vocab_size=8,
-        generator=torch.Generator().manual_seed(2),
-    )
-    drops = {"all four terms": (), **{f"without {t}": (t,) for t in FourTerms._fields}}
-    return {
-        label: scored_accuracy(without_terms(model, batch.tokens, drop).logits, batch)
-        for label, drop in drops.items()
-    }
 
 
 def own_index_accuracy(causal: bool, bos: bool, steps: int) -> list[float]:
@@ -293,66 +257,11 @@ def length_scores(row: str, seed: int, steps: int) -> dict[str, float]:
     }
 
 
-# lesson 12: causal RoPE models on copy_offset (K = 8) at exactly L = 16 tokens
-L_12, K_12, STEPS_12 = 16, 8, 150
-LENGTHS_12 = {"L": L_12, "2L": 2 * L_12, "4L": 4 * L_12}
-# the lesson's readings past L: (scaling, YaRN's beta_fast and beta_slow)
-READINGS_12 = {
-    "none": (None, 32.0, 1.0),
-    "PI": ("linear", 32.0, 1.0),
-    "NTK": ("ntk", 32.0, 1.0),
-    "YaRN, β for L=16": ("yarn", 1.0, 0.05),
-}
-
-
-def copy_models_12(n_heads: int, seeds, steps: int, together: bool) -> list:
-    """Lesson 12's model (two heads of 16, or one of 32) trained on copy_offset at L;
-    ``together``: the seeds side by side, else one at a time."""
-    config = ModelConfig(
-        vocab_size=16,
-        d_model=32,
-        n_heads=n_heads,
-        n_layers=1,
-        max_len=64,
-        position="rope",
-        causal=True,
-    )
-    models = [TinyTransformer(config, seed=seed) for seed in seeds]
-    groups = [(models, list(seeds))] if together else list(zip(models, seeds))
-    for group, seed in groups:
-        train(
-            group,
-            "copy_offset",
-            steps=steps,
-            lengths=(L_12, L_12),
-            offset=K_12,
-            lr=3e-3,
-            seed=seed,
-            progress=False,
-        )
-    return models
-
-
-def copy_accuracy_12(model, n: int, reading: str = "none") -> float:
-    """Accuracy of ``model`` on n-token copy_offset sequences, read with ``reading``
-    at factor n / L; past L only the positions t >= L count."""
-    scaling, fast, slow = READINGS_12[reading]
-    if scaling is not None:
-        model = with_rope_scaling(
-            model,
-            scaling,
-            factor=n / L_12,
-            original_max_len=L_12,
-            beta_fast=fast,
-            beta_slow=slow,
-        )
-    return evaluate(
-        model,
-        "copy_offset",
-        offset=K_12,
-        length=n,
-        from_position=L_12 if n > L_12 else 0,
-    )
+# lesson 12: causal RoPE models on copy_offset (K = 8) at exactly L = 16 tokens; the
+# recipes live in course_utils.recipes, which the lesson calls too
+LENGTHS_12 = {"L": COPY_L, "2L": 2 * COPY_L, "4L": 4 * COPY_L}
+# the readings the footers print for seeds 3-5
+FURTHER_READINGS_12 = ("none", "PI", "NTK", "YaRN, β for L=16")
 
 
 def _doubled(values, steps: int) -> dict:
@@ -457,14 +366,14 @@ def section_06_last_copy() -> dict:
         "last copy": {
             "test accuracy": _doubled(
                 lambda steps: [
-                    evaluate(model, LAST_COPY, length=16)
+                    evaluate(model, "last_copy", length=16)
                     for model in last_copy_models((0, 1, 2), steps)
                 ],
                 600,
             )
         }
     }
-    further = [without_each_term(m) for m in last_copy_models((3, 4, 5), 600)]
+    further = last_copy_ablation(last_copy_models((3, 4, 5)))
     return _section(
         what="test accuracy on fresh 16-token sequences; seeds 0–2 side by side",
         budget="600 steps × 32 sequences × 16 tokens; AdamW, lr warmed up to 0.01, "
@@ -472,8 +381,7 @@ def section_06_last_copy() -> dict:
         steps=[600, 1200],
         rows=rows,
         further_rows={
-            label: {"accuracy": [scores[label] for scores in further]}
-            for label in further[0]
+            label: {"accuracy": row["accuracy"]} for label, row in further.items()
         },
     )
 
@@ -482,31 +390,31 @@ def _section_12(n_heads: int, together: bool, row: str, trained: str) -> dict:
     """Lesson 12: plain RoPE at L, 2L and 4L on seeds 0-2 at 150 and 300 steps; seeds
     3-5 (side by side, as the lesson's further seeds) read every way at 2L and 4L."""
     runs = {
-        steps: copy_models_12(n_heads, (0, 1, 2), steps, together)
-        for steps in (STEPS_12, 2 * STEPS_12)
+        steps: copy_offset_models(n_heads, (0, 1, 2), steps, together=together)
+        for steps in (COPY_STEPS, 2 * COPY_STEPS)
     }
     rows = {
         row: {
             column: {
-                "budget": [copy_accuracy_12(m, n) for m in runs[STEPS_12]],
-                "double": [copy_accuracy_12(m, n) for m in runs[2 * STEPS_12]],
+                "budget": [copy_accuracy(m, n) for m in runs[COPY_STEPS]],
+                "double": [copy_accuracy(m, n) for m in runs[2 * COPY_STEPS]],
             }
             for column, n in LENGTHS_12.items()
         }
     }
-    further = copy_models_12(n_heads, (3, 4, 5), STEPS_12, together=True)
+    further = copy_offset_models(n_heads, (3, 4, 5), together=True)
     section = _section(
         what=f"plain RoPE's accuracy at L and at t ≥ L; {trained}",
         budget="150 steps × 32 sequences of exactly L = 16 tokens, AdamW at lr 0.003",
-        steps=[STEPS_12, 2 * STEPS_12],
+        steps=[COPY_STEPS, 2 * COPY_STEPS],
         rows=rows,
         further_rows={
             reading: {
-                column: [copy_accuracy_12(m, n, reading) for m in further]
+                column: [copy_accuracy(m, n, reading) for m in further]
                 for column, n in LENGTHS_12.items()
                 if column != "L"
             }
-            for reading in READINGS_12
+            for reading in FURTHER_READINGS_12
         },
     )
     section["further"]["trained"] = "side by side"
