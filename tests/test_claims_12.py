@@ -5,10 +5,10 @@ offset K = 8 at exactly L = 16 tokens (150 steps, 32 sequences a step, constant 
 positions t >= L of longer sequences, read with each scaling, then fine-tuned for 15 steps at 4L. Two
 designs with the same weights: two heads of width 16 (sections 1-5) and one head of width 32 (section 6).
 Seeds 3-5 are trained side by side, as the lesson's table of further seeds trains them (it prints them);
-seed 6, which the lesson never prints, is trained as a side-by-side group of its own, and every claim is
-checked on it too. Every assertion is a statement of the lesson, with a margin. The budget lines (2x rule)
+seed 6, which the lesson prints only in its Deeper section, is trained as a side-by-side group of its own,
+and every claim is checked on it too. Every assertion is a statement of the lesson, with a margin. The budget lines (2x rule)
 are checked on seeds 0-2, as the lesson states them. Two ranges the lesson gives for seeds 0-5 do not hold
-on seed 6, and the lesson says so without its numbers: pair 1's lead (0.381 logits there, 0.8-1.4 on seeds
+on seed 6, and the lesson's Deeper section prints them: pair 1's lead (0.381 logits there, 0.6-1.5 on seeds
 0-5) and exactness within L without pairs 2-7 (0.963 there): on seed 6 the claims are the weaker ones the
 lesson makes for every seed (pair 1 carries a part of the lead; the model stays nearly exact).
 """
@@ -22,7 +22,7 @@ from course_utils import (RopeScaling, attention_at_offset, attention_entropy, c
                           evaluate, offset_head, pair_logits, rival_margin, train, with_rope_scaling, without_pairs)
 from course_utils.evidence import evidence
 
-PRINTED, FURTHER = (3, 4, 5), (6,)  # the lesson prints 3-5; 6 never, trained as its own group
+PRINTED, FURTHER = (3, 4, 5), (6,)  # the footers print 3-5; 6, trained as its own group, in Deeper
 SEEDS = PRINTED + FURTHER
 L, K, STEPS = 16, 8, 150
 CHANCE = 1 / 16
@@ -93,7 +93,7 @@ def test_the_copy_head_leans_on_pair_0_and_not_on_the_slow_pairs(models, seed):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pair_1_carries_part_of_the_lead(models, seed):
-    """The lesson: 0.8-1.4 logits on seeds 0-5 (margin 0.4), a part of the lead on every seed (seed 6: 0.381)."""
+    """The lesson: 0.6-1.5 logits on seeds 0-5 (asserted > 0.4), a part of the lead on every seed (seed 6: 0.381)."""
     model = models[seed]
     lead = _lead(model, _copy_head(model), L, range(K, L)).by_pair
     assert lead[1] > (0.4 if seed in PRINTED else 0.0), lead

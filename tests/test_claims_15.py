@@ -28,13 +28,17 @@ F64 = torch.float64
 
 
 def lesson_configs() -> dict:
-    """The config dicts of the lesson's first code cell that defines LLAMA_3_1_8B."""
+    """The config dicts of the lesson's two code cells that define them (section 1's, which
+    starts with LLAMA_3_1_8B, and section 4's flagships, which starts with GLM_4_5)."""
     cells = json.loads(LESSON.read_text(encoding="utf-8"))["cells"]
-    source = next("".join(c["source"]) for c in cells
-                  if c["cell_type"] == "code" and "".join(c["source"]).startswith("LLAMA_3_1_8B"))
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     namespace = {"math": math}
-    exec(compile(ast.parse(source), "lesson 15 configs", "exec"), namespace)
-    return {k: v for k, v in namespace.items() if k.isupper()}
+    for first in ("LLAMA_3_1_8B", "GLM_4_5"):
+        tree = ast.parse(next(s for s in sources if s.startswith(first)))
+        tree.body = [node for node in tree.body if isinstance(node, ast.Assign)
+                     and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)]
+        exec(compile(tree, "lesson 15 configs", "exec"), namespace)
+    return {k: v for k, v in namespace.items() if k.isupper() and isinstance(v, dict)}
 
 
 CONFIGS = lesson_configs()
@@ -45,7 +49,7 @@ CONFIGS = lesson_configs()
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_lesson_configs_match_transformers(name):
     config = CONFIGS[name]
-    if name == "GEMMA_3_4B":
+    if name in ("GEMMA_3_4B", "GEMMA_4_26B"):
         for layer_type in ("full_attention", "sliding_attention"):
             assert_matches(config, layer_type=layer_type)
     elif name == "PHI_3_MINI_128K":
@@ -67,6 +71,25 @@ def test_table_claims():
     assert len(deepseek) == 32 and scaling == 1.0
     pythia, _ = rope_frequencies_from_config(CONFIGS["PYTHIA_160M"])
     assert len(pythia) == 8
+    _, oss_scaling = rope_frequencies_from_config(CONFIGS["GPT_OSS_120B"])
+    assert oss_scaling == pytest.approx(0.1 * math.log(32) + 1, rel=1e-12)  # YaRN's temperature
+
+
+def test_partial_rotation_in_flagships():
+    """Section 4: GLM-4.5 and Qwen3-Next rotate half and a quarter, down to pairs slower than the
+    whole context; Gemma 4's global layers rotate a quarter of a 512-wide head, only fast pairs
+    (the slowest repeats every couple of hundred tokens), the rest at frequency 0."""
+    for name, share in (("GLM_4_5", 0.5), ("QWEN3_NEXT_80B", 0.25)):
+        config = CONFIGS[name]
+        inv_freq, _ = rope_frequencies_from_config(config)
+        assert 2 * len(inv_freq) == share * config["head_dim"]
+        assert 2 * math.pi / inv_freq.min().item() > config["max_position_embeddings"]
+    gemma = CONFIGS["GEMMA_4_26B"]
+    full, _ = rope_frequencies_from_config(gemma, layer_type="full_attention")
+    turning = full[full > 0]
+    assert len(full) == 256 and len(turning) == 64  # 128 of 512 features turn
+    assert 100 < 2 * math.pi / turning.min().item() < 300
+    torch.testing.assert_close(turning, rope_frequencies(512, base=1e6)[:64], rtol=1e-12, atol=0)
 
 
 def test_precedence_examples():

@@ -4,11 +4,14 @@ the zoo's converged capstone models at seeds 3, 4 and 5 (the lesson states them 
 prints 3-5). Every assertion is a statement of the lesson, with a margin.
 """
 
+import ast
 import inspect
+import json
 import math
 
 import pytest
 import torch
+from conftest import ROOT
 
 from course_utils import (angle_coverage, attention_beyond, attention_entropy_by_position, counts_by_position,
                           dynamic_cache_gap, load_text_corpus, long_context_scale, loss_by_position, mrope_axes,
@@ -88,6 +91,38 @@ GEMMA_2_9B = {"model_type": "gemma2", "hidden_size": 3584, "head_dim": 256, "num
 GEMMA_3_4B = {"model_type": "gemma3_text", "hidden_size": 2560, "head_dim": 256, "num_attention_heads": 8,
               "max_position_embeddings": 131072, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0,
               "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}
+
+
+def _lesson_dicts(number: str) -> dict:
+    """The upper-case dicts a lesson's code cells assign (its config.json copies)."""
+    path = next((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+    namespace = {"math": math}
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse("".join(cell["source"]).replace("%pip", "# %pip"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) \
+                    and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets):
+                try:  # a config is a literal; a dict built from the lesson's variables is not
+                    exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+                except NameError:
+                    pass
+    return {k: v for k, v in namespace.items() if k.isupper() and isinstance(v, dict)}
+
+
+def test_the_frontier_configs_are_lesson_15s_and_their_window_claims():
+    """Section 2's gpt-oss and Gemma 4 rows: the configs lesson 15 checks against transformers;
+    a 128-token window turns under a third of gpt-oss's pairs fully; Gemma 4's global layers
+    turn every pair they rotate fully within their context (a quarter of the head)."""
+    ours, fifteen = _lesson_dicts("16"), _lesson_dicts("15")
+    for name in ("GPT_OSS_120B", "GEMMA_4_26B"):
+        assert ours[name] == fifteen[name], name
+    oss, _ = rope_frequencies_from_config(ours["GPT_OSS_120B"])
+    assert 0 < int((angle_coverage(oss, 128) >= 1).sum()) < len(oss) / 3
+    gemma, _ = rope_frequencies_from_config(ours["GEMMA_4_26B"], layer_type="full_attention")
+    turning = gemma[gemma > 0]
+    assert len(turning) == len(gemma) / 4 and bool((angle_coverage(turning, 262144) >= 1).all())
 
 
 def test_window_coverage_claims():

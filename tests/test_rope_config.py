@@ -22,11 +22,14 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3RotaryEmbedding  # noqa: E402
 from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding  # noqa: E402
 from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding  # noqa: E402
+from transformers.models.glm4_moe.modeling_glm4_moe import Glm4MoeRotaryEmbedding  # noqa: E402
 from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding  # noqa: E402
+from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRotaryEmbedding  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding  # noqa: E402
 from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding  # noqa: E402
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding  # noqa: E402
 from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding  # noqa: E402
+from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRotaryEmbedding  # noqa: E402
 
 from course_utils import llama3_bands, rope_frequencies, rope_frequencies_from_config  # noqa: E402
 from course_utils.rope_config import PARTIAL_DEFAULT_MODEL_TYPES, ROPE_TYPES  # noqa: E402
@@ -101,6 +104,32 @@ PYTHIA_160M = {  # EleutherAI/pythia-160m: GPT-NeoX, a quarter of each head rota
     "num_hidden_layers": 12, "max_position_embeddings": 2048, "rotary_pct": 0.25,
     "rotary_emb_base": 10000, "use_parallel_residual": True, "vocab_size": 50304,
 }
+# 2025-26 flagships (lesson 15's frontier table)
+GPT_OSS_120B = {  # openai/gpt-oss-120b: YaRN x32 from 4,096, ramp ends not rounded
+    "model_type": "gpt_oss", "hidden_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "num_hidden_layers": 36, "max_position_embeddings": 131072,
+    "rope_theta": 150000.0, "sliding_window": 128,
+    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                     "truncate": False, "original_max_position_embeddings": 4096},
+}
+GLM_4_5 = {  # zai-org/GLM-4.5: half of each 128-wide head rotated
+    "model_type": "glm4_moe", "hidden_size": 5120, "head_dim": 128, "num_attention_heads": 96,
+    "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "max_position_embeddings": 131072,
+    "rope_theta": 1000000.0, "rope_scaling": None,
+}
+QWEN3_NEXT_80B = {  # Qwen/Qwen3-Next-80B-A3B-Instruct: a quarter of each 256-wide head rotated
+    "model_type": "qwen3_next", "hidden_size": 2048, "head_dim": 256, "num_attention_heads": 16,
+    "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "max_position_embeddings": 262144,
+    "rope_theta": 10000000.0, "rope_scaling": None, "full_attention_interval": 4,
+}
+GEMMA_4_26B = {  # google/gemma-4-26B-A4B: "proportional" global layers with 512-wide heads
+    "model_type": "gemma4_text", "hidden_size": 2816, "head_dim": 256, "global_head_dim": 512,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "max_position_embeddings": 262144,
+    "sliding_window": 1024,
+    "rope_parameters": {"full_attention": {"rope_type": "proportional", "rope_theta": 1e6,
+                                           "partial_rotary_factor": 0.25},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+}
 # A Gemma-4-shaped config (synthetic sizes) for "proportional": global layers rotate a quarter of a
 # 512-wide head, local layers are plain RoPE.
 GEMMA_4_LIKE = {
@@ -124,6 +153,9 @@ CLASSES = {  # model_type: (config class, rotary-embedding module)
     "gemma3_text": (transformers.Gemma3TextConfig, Gemma3RotaryEmbedding),
     "deepseek_v3": (transformers.DeepseekV3Config, DeepseekV3RotaryEmbedding),
     "gpt_neox": (transformers.GPTNeoXConfig, GPTNeoXRotaryEmbedding),
+    "gpt_oss": (transformers.GptOssConfig, GptOssRotaryEmbedding),
+    "glm4_moe": (transformers.Glm4MoeConfig, Glm4MoeRotaryEmbedding),
+    "qwen3_next": (transformers.Qwen3NextConfig, Qwen3NextRotaryEmbedding),
     "gemma4_text": (transformers.Gemma4TextConfig, Gemma4TextRotaryEmbedding),
     "qwen2_vl": (transformers.Qwen2VLTextConfig, Qwen2VLRotaryEmbedding),
 }
@@ -167,6 +199,10 @@ REAL = [  # (name, config, lengths, layer types)
     ("DeepSeek-V3", DEEPSEEK_V3, [None], [None]),
     ("Pythia 160M", PYTHIA_160M, [None], [None]),
     ("Gemma-4-like", GEMMA_4_LIKE, [None], ["full_attention", "sliding_attention"]),
+    ("gpt-oss 120B", GPT_OSS_120B, [None], [None]),
+    ("GLM-4.5", GLM_4_5, [None], [None]),
+    ("Qwen3-Next 80B", QWEN3_NEXT_80B, [None], [None]),
+    ("Gemma 4 26B", GEMMA_4_26B, [None], ["full_attention", "sliding_attention"]),
     ("Qwen2-VL-like", QWEN2_VL_LIKE, [None], [None]),
 ]
 
