@@ -130,16 +130,6 @@ GEMMA_4_26B = {  # google/gemma-4-26B-A4B: "proportional" global layers with 512
                                            "partial_rotary_factor": 0.25},
                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
 }
-# A Gemma-4-shaped config (synthetic sizes) for "proportional": global layers rotate a quarter of a
-# 512-wide head, local layers are plain RoPE.
-GEMMA_4_LIKE = {
-    "model_type": "gemma4_text", "hidden_size": 1536, "head_dim": 256, "global_head_dim": 512,
-    "num_attention_heads": 8, "num_key_value_heads": 1, "num_hidden_layers": 6,
-    "max_position_embeddings": 131072,
-    "rope_parameters": {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
-                                           "rope_theta": 1e6},
-                        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
-}
 QWEN2_VL_LIKE = {  # Qwen2-VL-2B's text sizes; "mrope" splits the default frequencies over 3 axes
     "model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12, "num_hidden_layers": 2,
     "max_position_embeddings": 32768, "rope_theta": 1000000.0,
@@ -198,7 +188,6 @@ REAL = [  # (name, config, lengths, layer types)
     ("Gemma 3 4B", GEMMA_3_4B, [None], ["full_attention", "sliding_attention"]),
     ("DeepSeek-V3", DEEPSEEK_V3, [None], [None]),
     ("Pythia 160M", PYTHIA_160M, [None], [None]),
-    ("Gemma-4-like", GEMMA_4_LIKE, [None], ["full_attention", "sliding_attention"]),
     ("gpt-oss 120B", GPT_OSS_120B, [None], [None]),
     ("GLM-4.5", GLM_4_5, [None], [None]),
     ("Qwen3-Next 80B", QWEN3_NEXT_80B, [None], [None]),
@@ -218,7 +207,7 @@ def test_real_config_shapes_and_values():
     assert rope_frequencies_from_config(LLAMA_3_1_8B)[0].shape == (64,)
     assert rope_frequencies_from_config(DEEPSEEK_V3)[0].shape == (32,)  # qk_rope_head_dim 64
     assert rope_frequencies_from_config(PYTHIA_160M)[0].shape == (8,)  # 0.25 · 64 rotated
-    full, scaling = rope_frequencies_from_config(GEMMA_4_LIKE, layer_type="full_attention")
+    full, scaling = rope_frequencies_from_config(GEMMA_4_26B, layer_type="full_attention")
     assert full.shape == (256,) and (full[:64] > 0).all() and (full[64:] == 0).all()
     # DeepSeek-V3: mscale == mscale_all_dim, so the cos/sin factor is 1 (the temperature is elsewhere)
     assert rope_frequencies_from_config(DEEPSEEK_V3)[1] == 1.0
@@ -330,7 +319,7 @@ def test_per_layer_type_configs_match_transformers(name):
 
 def test_every_rope_type_of_transformers_is_covered_and_compared():
     kinds = {reference(config, lengths[-1])[2] for config, lengths in CASES.values()}
-    kinds |= {reference(GEMMA_4_LIKE, layer_type="full_attention")[2]}
+    kinds |= {reference(GEMMA_4_26B, layer_type="full_attention")[2]}
     assert set(ROPE_INIT_FUNCTIONS) | {"default"} == set(ROPE_TYPES)
     assert kinds == set(ROPE_TYPES)
 
