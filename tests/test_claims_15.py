@@ -90,6 +90,15 @@ def test_partial_rotation_in_flagships():
     assert len(full) == 256 and len(turning) == 64  # 128 of 512 features turn
     assert 100 < 2 * math.pi / turning.min().item() < 300
     torch.testing.assert_close(turning, rope_frequencies(512, base=1e6)[:64], rtol=1e-12, atol=0)
+    # "the un-rotated features add d - r to the similar-key gap, 2 B_m + d - r, which never turns
+    # negative when r <= d/2"
+    for name in ("GLM_4_5", "QWEN3_NEXT_80B"):
+        config = CONFIGS[name]
+        inv_freq, _ = rope_frequencies_from_config(config)
+        d, r = config["head_dim"], 2 * len(inv_freq)
+        distance = torch.arange(0, 300_000, dtype=F64)
+        trace = 2 * similar_token_score(distance, inv_freq) + d - r
+        assert r <= d / 2 and trace.min() >= 0
 
 
 def test_precedence_examples():

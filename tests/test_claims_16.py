@@ -15,7 +15,8 @@ from conftest import ROOT
 
 from course_utils import (angle_coverage, attention_beyond, attention_entropy_by_position, counts_by_position,
                           dynamic_cache_gap, load_text_corpus, long_context_scale, loss_by_position, mrope_axes,
-                          mrope_positions, mrope_rotate, pretrained, rope_frequencies_from_config, rope_rotate,
+                          mrope_positions, mrope_rotate, pretrained, rope_frequencies, rope_frequencies_from_config,
+                          rope_rotate,
                           streaming_attention, streaming_loss, uniform_causal_weights, with_attn_temperature,
                           with_rope_scaling)
 
@@ -119,7 +120,12 @@ def test_the_frontier_configs_are_lesson_15s_and_their_window_claims():
     for name in ("GPT_OSS_120B", "GEMMA_4_26B"):
         assert ours[name] == fifteen[name], name
     oss, _ = rope_frequencies_from_config(ours["GPT_OSS_120B"])
-    assert 0 < int((angle_coverage(oss, 128) >= 1).sum()) < len(oss) / 3
+    turned = angle_coverage(oss, 128) >= 1
+    assert 0 < int(turned.sum()) < len(oss) / 3
+    # "exactly the pairs its YaRN keeps; it stretches the slower ones in the windows too"
+    plain = rope_frequencies(64, base=150000.0)
+    kept = torch.isclose(oss, plain, rtol=1e-12, atol=0)
+    assert torch.equal(kept, turned) and bool((oss[~kept] < plain[~kept]).all())
     gemma, _ = rope_frequencies_from_config(ours["GEMMA_4_26B"], layer_type="full_attention")
     turning = gemma[gemma > 0]
     assert len(turning) == len(gemma) / 4 and bool((angle_coverage(turning, 262144) >= 1).all())
