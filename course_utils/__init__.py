@@ -88,7 +88,7 @@ from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_p
                    text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
 from .recipes import (copy_accuracy, copy_offset_models, last_copy_ablation, last_copy_models,
-                      last_copy_test_batch, read_past)
+                      last_copy_test_batch, own_index_models, read_past)
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
@@ -192,6 +192,7 @@ __all__ = [
     "OffsetHead",
     "one_hot_encoding",
     "packed_document_bits",
+    "own_index_models",
     "pair_columns",
     "pair_logits",
     "patchify",

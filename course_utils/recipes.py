@@ -8,6 +8,8 @@ sentences. All three call the functions here, so they cannot drift apart.
 - Lesson 06, section 6: ``last_copy_models`` (the causal one-head sinusoidal model
   that names the position of the nearest earlier copy of each token) and
   ``last_copy_ablation`` (what it does with each attention-logit term removed).
+- Lesson 09: ``own_index_models`` (the one-layer model with no position code that names
+  each token's own position, causal or not, with or without a BOS marker).
 - Lesson 12: ``copy_offset_models`` (plain RoPE trained on copy_offset at exactly
   COPY_L tokens) and ``read_past`` / ``copy_accuracy`` (the model read past L with
   PI, NTK or YaRN, as named in READINGS).
@@ -98,6 +100,32 @@ def last_copy_ablation(models, batch: Batch | None = None) -> dict:
             row["weight on the copy"].append(weight_on_key(run.weights, copy_keys))
             row["weight on itself"].append(weight_on_key(run.weights, own_keys))
     return table
+
+
+# Lesson 09 ---------------------------------------------------------------------------
+
+OWN_INDEX_STEPS = 180
+
+
+def own_index_models(causal: bool, bos: bool, seeds=(0, 1, 2, 3, 4, 5),
+                     steps: int = OWN_INDEX_STEPS) -> list[TinyTransformer]:
+    """Lesson 09's model: one layer, two heads, d_model 32, no position code, ``causal``
+    or bidirectional, trained on "own_index" (each token names its own position) on
+    sequences of 16 tokens of 8 kinds, each opened by a BOS marker if ``bos``. The seeds
+    side by side, each on its own batches: ``steps`` steps of 32 sequences, AdamW with
+    lr warmed up to 0.02 over the first tenth, then down to 0. Returns the models in the
+    order of ``seeds``."""
+    causal = _validate.flag(causal, "causal")
+    bos = _validate.flag(bos, "bos")
+    seeds = _seeds(seeds)
+    steps = _validate.steps(steps, "steps")
+    config = ModelConfig(vocab_size=8, d_model=32, n_heads=2, n_layers=1, max_len=16,
+                         position="none", causal=causal,
+                         n_outputs=n_classes("own_index", vocab_size=8, max_len=16))
+    models = [TinyTransformer(config, seed=seed) for seed in seeds]
+    train(models, "own_index", steps=steps, lr=2e-2, schedule="warmup_linear",
+          lengths=(16, 16), bos=bos, seed=seeds, progress=False)
+    return models
 
 
 # Lesson 12 ---------------------------------------------------------------------------

@@ -2029,6 +2029,12 @@ RECIPE_CASES = {
             lambda seed: cu.make_batch("last_copy", batch_size=4, length=16, vocab_size=8,
                                     generator=torch.Generator().manual_seed(seed)), seeds))),
         dict(models=ANY, batch=ANY), _expect_ablation, partners=("models", "batch"), examples=5),
+    "own_index_models": Case(
+        st.fixed_dictionaries(dict(causal=st.booleans(), bos=st.booleans(), seeds=_SEED_LISTS,
+                                   steps=st.integers(1, 2))),
+        dict(causal=Bool(), bos=Bool(), seeds=ANY, steps=Steps(1)),
+        lambda kw, out: len(out) == len(kw["seeds"]) and all(m.config.causal == kw["causal"] for m in out)
+        or _raises(), examples=3),
     "copy_offset_models": Case(
         st.fixed_dictionaries(dict(n_heads=st.sampled_from((1, 2)), seeds=_SEED_LISTS, steps=st.integers(1, 2),
                                    together=st.booleans())),

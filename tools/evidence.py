@@ -40,6 +40,7 @@ from course_utils.recipes import (
     copy_offset_models,
     last_copy_ablation,
     last_copy_models,
+    own_index_models,
 )
 from tools import pretrain
 
@@ -112,30 +113,10 @@ def four_term_accuracy(task: str, seed: int, steps: int) -> float:
 
 def own_index_accuracy(causal: bool, bos: bool, steps: int) -> list[float]:
     """Lesson 09: seeds 0-5 of one design side by side; fresh-sequence accuracies."""
-    config = ModelConfig(
-        vocab_size=8,
-        d_model=32,
-        n_heads=2,
-        n_layers=1,
-        max_len=16,
-        position="none",
-        causal=causal,
-        n_outputs=16,
-    )
-    seeds = list(range(6))
-    models = [TinyTransformer(config, seed=seed) for seed in seeds]
-    train(
-        models,
-        "own_index",
-        steps=steps,
-        lr=2e-2,
-        schedule="warmup_linear",
-        lengths=(16, 16),
-        bos=bos,
-        seed=seeds,
-        progress=False,
-    )
-    return [evaluate(model, "own_index", length=16, bos=bos) for model in models]
+    return [
+        evaluate(model, "own_index", length=16, bos=bos)
+        for model in own_index_models(causal, bos, steps=steps)
+    ]
 
 
 CONFIG_07 = dict(vocab_size=16, d_model=32, n_heads=2, n_layers=2, max_len=24)
