@@ -87,8 +87,9 @@ from .tasks import make_batch, n_classes, scored_accuracy
 from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_position, text_batch,
                    text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
-from .recipes import (copy_accuracy, copy_offset_models, last_copy_ablation, last_copy_models,
-                      last_copy_test_batch, own_index_models, read_past)
+from .recipes import (copy_accuracy, copy_offset_models, four_term_model, four_term_models,
+                      last_copy_ablation, last_copy_models, last_copy_test_batch, own_index_models,
+                      read_past)
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
@@ -142,6 +143,8 @@ __all__ = [
     "fit_offset_map",
     "four_term_decomposition",
     "four_term_heatmaps",
+    "four_term_model",
+    "four_term_models",
     "FourTerms",
     "frequencies",
     "grid_positions",

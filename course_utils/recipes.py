@@ -5,6 +5,8 @@ A lesson trains a few seeds and prints what they do; the record of longer runs
 at twice the budget and on seeds 3-5; a claims test re-runs both and checks the lesson's
 sentences. All three call the functions here, so they cannot drift apart.
 
+- Lesson 06, sections 4-5: ``four_term_model`` and ``four_term_models`` (the one-layer,
+  one-head sinusoidal model on previous-token or pointer, one seed at a time).
 - Lesson 06, section 6: ``last_copy_models`` (the causal one-head sinusoidal model
   that names the position of the nearest earlier copy of each token) and
   ``last_copy_ablation`` (what it does with each attention-logit term removed).
@@ -26,11 +28,13 @@ from .models import ModelConfig, TinyTransformer
 from .tasks import Batch, make_batch, n_classes, scored_accuracy
 from .training import evaluate, train
 
-# Lesson 06, section 6 ---------------------------------------------------------------
+# Lesson 06 ---------------------------------------------------------------------------
 
+FOUR_TERM_MODEL = {"vocab_size": 8, "d_model": 32, "n_heads": 1, "n_layers": 1,
+                   "max_len": 16, "position": "sinusoidal"}
+FOUR_TERM_STEPS = 200
 LAST_COPY = "last_copy"
-LAST_COPY_MODEL = {"vocab_size": 8, "d_model": 32, "n_heads": 1, "n_layers": 1,
-                   "max_len": 16, "position": "sinusoidal", "causal": True}
+LAST_COPY_MODEL = {**FOUR_TERM_MODEL, "causal": True}
 LAST_COPY_STEPS = 600
 
 
@@ -41,6 +45,25 @@ def _seeds(seeds) -> list[int]:
     if not seeds:
         raise ValueError("seeds must hold at least one seed")
     return seeds
+
+
+def four_term_model(seed: int) -> TinyTransformer:
+    """Lesson 06's model, untrained: one layer, one head, d_model 32, the sinusoid added
+    at the input, 8 kinds of token, up to 16 positions."""
+    return TinyTransformer(ModelConfig(**FOUR_TERM_MODEL), seed=_validate.seed(seed))
+
+
+def four_term_models(task: str, seeds, steps: int = FOUR_TERM_STEPS) -> tuple[list, list]:
+    """``four_term_model`` trained on ``task`` ("previous_token" or "pointer"), one seed
+    after another: ``steps`` steps of 32 sequences of 8-16 tokens, AdamW at lr 0.003.
+    Returns (models, their training Histories), in the order of ``seeds``."""
+    task = _validate.choice(task, "task", ("previous_token", "pointer"))
+    seeds = _seeds(seeds)
+    steps = _validate.steps(steps, "steps")
+    models = [four_term_model(seed) for seed in seeds]
+    histories = [train(model, task, steps=steps, lengths=(8, 16), seed=seed,
+                       progress=False) for model, seed in zip(models, seeds)]
+    return models, histories
 
 
 def last_copy_models(seeds, steps: int = LAST_COPY_STEPS) -> list[TinyTransformer]:

@@ -33,12 +33,12 @@ import pytest
 import torch
 from conftest import assert_recorded
 
-from course_utils import (ModelConfig, TinyTransformer, evaluate, key_argmax_share, key_pull, last_copy_ablation,
-                          last_copy_models, make_batch, model_four_terms, offset_argmax_share, offset_only_r2,
-                          offset_pull, principal_angles, setup, term_subspaces, train, weight_on_key, without_terms)
+from course_utils import (TinyTransformer, evaluate, four_term_model, four_term_models, key_argmax_share, key_pull,
+                          last_copy_ablation, last_copy_models, make_batch, model_four_terms, offset_argmax_share,
+                          offset_only_r2, offset_pull, principal_angles, setup, term_subspaces, weight_on_key,
+                          without_terms)
 from course_utils.evidence import evidence
 
-CONFIG = ModelConfig(vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal")
 SEEDS = (3, 4, 5, 6)  # 3-5: printed by the lesson in short tables; 6: never printed
 
 
@@ -46,8 +46,7 @@ SEEDS = (3, 4, 5, 6)  # 3-5: printed by the lesson in short tables; 6: never pri
 def trained(seed: int, task: str = "previous_token", steps: int = 200) -> TinyTransformer:
     """The lesson's recipe and numerics (setup: one thread, as the lesson runs); the tests only read it."""
     setup(0)
-    model = TinyTransformer(CONFIG, seed=seed)
-    train(model, task, steps=steps, lengths=(8, 16), seed=seed, progress=False)
+    (model,), _ = four_term_models(task, [seed], steps)
     return model
 
 
@@ -151,7 +150,7 @@ def test_lesson_06_pointer_claims_hold_on_other_seeds(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_lesson_06_angles_hold_on_other_seeds(seed):
     pointer, previous = trained(seed, "pointer"), trained(seed)
-    untrained = TinyTransformer(CONFIG, seed=seed)
+    untrained = four_term_model(seed)
     for model in (pointer, previous, untrained):
         assert _angles(model, "token", "position").min() < 30, "not orthogonal at the input"
     through = {name: _angles(model, "query_token", "key_position")

@@ -2029,6 +2029,14 @@ RECIPE_CASES = {
             lambda seed: cu.make_batch("last_copy", batch_size=4, length=16, vocab_size=8,
                                     generator=torch.Generator().manual_seed(seed)), seeds))),
         dict(models=ANY, batch=ANY), _expect_ablation, partners=("models", "batch"), examples=5),
+    "four_term_model": Case(
+        st.fixed_dictionaries(dict(seed=seeds)), dict(seed=Seed()),
+        lambda kw, out: isinstance(out, TinyTransformer) and out.config.n_heads == 1 or _raises()),
+    "four_term_models": Case(
+        st.fixed_dictionaries(dict(task=st.sampled_from(("previous_token", "pointer")), seeds=_SEED_LISTS,
+                                   steps=st.integers(1, 2))),
+        dict(task=Choice(("previous_token", "pointer")), seeds=ANY, steps=Steps(1)),
+        lambda kw, out: len(out[0]) == len(out[1]) == len(kw["seeds"]) or _raises(), examples=3),
     "own_index_models": Case(
         st.fixed_dictionaries(dict(causal=st.booleans(), bos=st.booleans(), seeds=_SEED_LISTS,
                                    steps=st.integers(1, 2))),

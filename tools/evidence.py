@@ -38,6 +38,7 @@ from course_utils.recipes import (
     COPY_STEPS,
     copy_accuracy,
     copy_offset_models,
+    four_term_models,
     last_copy_ablation,
     last_copy_models,
     own_index_models,
@@ -98,16 +99,9 @@ def matched_accuracy(arm: str, steps: int) -> list[float]:
     return [evaluate(model, PREVIOUS, length=16) for model in models]
 
 
-# lesson 06's one-layer, one-head model with the sinusoid
-MODEL_06 = dict(
-    vocab_size=8, d_model=32, n_heads=1, n_layers=1, max_len=16, position="sinusoidal"
-)
-
-
 def four_term_accuracy(task: str, seed: int, steps: int) -> float:
     """Lesson 06: the one-layer, one-head sinusoidal model on ``task``; its accuracy."""
-    model = TinyTransformer(ModelConfig(**MODEL_06), seed=seed)
-    train(model, task, steps=steps, lengths=(8, 16), seed=seed, progress=False)
+    (model,), _ = four_term_models(task, [seed], steps)
     return evaluate(model, task, length=16)
 
 
