@@ -89,7 +89,7 @@ from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_p
 from .training import accuracy_by_position, evaluate, train
 from .recipes import (copy_accuracy, copy_offset_models, four_term_model, four_term_models,
                       last_copy_ablation, last_copy_models, last_copy_test_batch, own_index_models,
-                      read_past)
+                      previous_token_model, read_past)
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
@@ -205,6 +205,7 @@ __all__ = [
     "position_ids",
     "position_labels",
     "pretrained",
+    "previous_token_model",
     "principal_angles",
     "principal_directions",
     "range_means",

@@ -12,6 +12,8 @@ sentences. All three call the functions here, so they cannot drift apart.
   ``last_copy_ablation`` (what it does with each attention-logit term removed).
 - Lesson 09: ``own_index_models`` (the one-layer model with no position code that names
   each token's own position, causal or not, with or without a BOS marker).
+- Lesson 10, section 5: ``previous_token_model`` (a causal one- or two-layer model with one
+  of the position codes, trained on previous-token at 8-16 tokens and read up to 64).
 - Lesson 12: ``copy_offset_models`` (plain RoPE trained on copy_offset at exactly
   COPY_L tokens) and ``read_past`` / ``copy_accuracy`` (the model read past L with
   PI, NTK or YaRN, as named in READINGS).
@@ -149,6 +151,31 @@ def own_index_models(causal: bool, bos: bool, seeds=(0, 1, 2, 3, 4, 5),
     train(models, "own_index", steps=steps, lr=2e-2, schedule="warmup_linear",
           lengths=(16, 16), bos=bos, seed=seeds, progress=False)
     return models
+
+
+# Lesson 10 ---------------------------------------------------------------------------
+
+PREVIOUS_TOKEN_STEPS = 70
+
+
+def previous_token_model(position: str, seed: int, *, n_layers: int = 1, n_heads: int = 8,
+                         alibi_slopes=None, bos: bool = False,
+                         steps: int = PREVIOUS_TOKEN_STEPS) -> TinyTransformer:
+    """Lesson 10 section 5's model: causal, d_model 32 in ``n_heads`` heads, ``n_layers``
+    layers, 8 kinds of token, room for 64 positions, ``position`` its code
+    (``alibi_slopes``: ALiBi's slopes, None for Press et al.'s), trained on previous-token
+    at 8-16 tokens (each opened by a BOS marker if ``bos``): ``steps`` steps of 16
+    sequences, AdamW at lr 0.015. Returns the trained model."""
+    seed = _validate.seed(seed)
+    bos = _validate.flag(bos, "bos")
+    steps = _validate.steps(steps, "steps")
+    config = ModelConfig(vocab_size=8, d_model=32, n_heads=n_heads, n_layers=n_layers,
+                         max_len=64, position=position, causal=True,
+                         alibi_slopes=alibi_slopes)
+    model = TinyTransformer(config, seed=seed)
+    train(model, "previous_token", steps=steps, batch_size=16, lengths=(8, 16), lr=1.5e-2,
+          seed=seed, bos=bos, progress=False)
+    return model
 
 
 # Lesson 12 ---------------------------------------------------------------------------

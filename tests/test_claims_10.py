@@ -20,9 +20,9 @@ import pytest
 import torch
 from conftest import assert_recorded
 
-from course_utils import (ModelConfig, TinyTransformer, alibi_bias, attention_at_offset, attention_beyond,
-                          evaluate, make_batch, most_frequent_earlier, offset_head, position_free_accuracy,
-                          train, uniform_causal_weights)
+from course_utils import (TinyTransformer, alibi_bias, attention_at_offset, attention_beyond, evaluate,
+                          make_batch, most_frequent_earlier, offset_head, position_free_accuracy,
+                          previous_token_model, uniform_causal_weights)
 from course_utils.evidence import evidence
 
 SEEDS = (3, 4, 5)  # printed by the lesson; the seed ranges of the 2x rule and the overlaps
@@ -48,12 +48,8 @@ def _on_aliases(weights):
 
 def _train(row: str, seed: int, steps: int = 70) -> TinyTransformer:
     position, n_layers, n_heads, slopes, bos = ROWS[row]
-    config = ModelConfig(vocab_size=8, d_model=32, n_heads=n_heads, n_layers=n_layers, max_len=64,
-                         position=position, causal=True, alibi_slopes=slopes)
-    model = TinyTransformer(config, seed=seed)
-    train(model, "previous_token", steps=steps, batch_size=16, lengths=(8, 16), lr=1.5e-2, seed=seed,
-          bos=bos, progress=False)
-    return model
+    return previous_token_model(position, seed, n_layers=n_layers, n_heads=n_heads, alibi_slopes=slopes,
+                                bos=bos, steps=steps)
 
 
 @pytest.fixture(scope="module")

@@ -2037,6 +2037,12 @@ RECIPE_CASES = {
                                    steps=st.integers(1, 2))),
         dict(task=Choice(("previous_token", "pointer")), seeds=ANY, steps=Steps(1)),
         lambda kw, out: len(out[0]) == len(out[1]) == len(kw["seeds"]) or _raises(), examples=3),
+    "previous_token_model": Case(
+        st.fixed_dictionaries(dict(position=st.sampled_from(("none", "rope", "alibi", "learned")), seed=seeds,
+                                   n_layers=st.integers(1, 2), n_heads=st.sampled_from((2, 8)), bos=st.booleans(),
+                                   steps=st.integers(1, 2))),
+        dict(position=ANY, seed=Seed(), n_layers=ANY, n_heads=ANY, alibi_slopes=ANY, bos=Bool(), steps=Steps(1)),
+        lambda kw, out: isinstance(out, TinyTransformer) and out.config.causal or _raises(), examples=3),
     "own_index_models": Case(
         st.fixed_dictionaries(dict(causal=st.booleans(), bos=st.booleans(), seeds=_SEED_LISTS,
                                    steps=st.integers(1, 2))),

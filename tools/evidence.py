@@ -42,6 +42,7 @@ from course_utils.recipes import (
     last_copy_ablation,
     last_copy_models,
     own_index_models,
+    previous_token_model,
 )
 from tools import pretrain
 
@@ -202,27 +203,14 @@ def length_scores(row: str, seed: int, steps: int) -> dict[str, float]:
     """Lesson 10 section 5: the row's causal model trained on 8-16 tokens; accuracy at
     n = 16 and on positions t >= 16 of 64-token sequences."""
     position, n_layers, n_heads, slopes, bos = ROWS_10[row]
-    config = ModelConfig(
-        vocab_size=8,
-        d_model=32,
-        n_heads=n_heads,
+    model = previous_token_model(
+        position,
+        seed,
         n_layers=n_layers,
-        max_len=64,
-        position=position,
-        causal=True,
+        n_heads=n_heads,
         alibi_slopes=slopes,
-    )
-    model = TinyTransformer(config, seed=seed)
-    train(
-        model,
-        PREVIOUS,
-        steps=steps,
-        batch_size=16,
-        lengths=(8, 16),
-        lr=1.5e-2,
-        seed=seed,
         bos=bos,
-        progress=False,
+        steps=steps,
     )
     return {
         column: evaluate(
