@@ -88,8 +88,8 @@ from .text import (context_gain, counts_by_position, load_text_corpus, loss_by_p
                    text_windows, unigram_bigram_bits, validation_split)
 from .training import accuracy_by_position, evaluate, train
 from .recipes import (copy_accuracy, copy_offset_models, four_term_model, four_term_models,
-                      last_copy_ablation, last_copy_models, last_copy_test_batch, own_index_models,
-                      previous_token_model, read_past)
+                      last_copy_ablation, last_copy_models, last_copy_test_batch, layer_stack_model,
+                      layer_stack_models, own_index_models, previous_token_model, read_past)
 from .grid_codes import grid_positions, patchify, resize_table, rope_rotate_2d, sinusoidal_encoding_2d
 from .digits import load_digits_patches
 # train_vit: deprecated, kept out of __all__
@@ -159,6 +159,8 @@ __all__ = [
     "last_copy_test_batch",
     "layer_curves",
     "layer_profile",
+    "layer_stack_model",
+    "layer_stack_models",
     "LayerProfile",
     "least_squares_map",
     "linear_probe",

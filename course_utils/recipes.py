@@ -10,6 +10,8 @@ sentences. All three call the functions here, so they cannot drift apart.
 - Lesson 06, section 6: ``last_copy_models`` (the causal one-head sinusoidal model
   that names the position of the nearest earlier copy of each token) and
   ``last_copy_ablation`` (what it does with each attention-logit term removed).
+- Lesson 08: ``layer_stack_model`` and ``layer_stack_models`` (three blocks, the sinusoid
+  added once or before every block, on previous-token with a BOS marker).
 - Lesson 09: ``own_index_models`` (the one-layer model with no position code that names
   each token's own position, causal or not, with or without a BOS marker).
 - Lesson 10, section 5: ``previous_token_model`` (a causal one- or two-layer model with one
@@ -125,6 +127,37 @@ def last_copy_ablation(models, batch: Batch | None = None) -> dict:
             row["weight on the copy"].append(weight_on_key(run.weights, copy_keys))
             row["weight on itself"].append(weight_on_key(run.weights, own_keys))
     return table
+
+
+# Lesson 08 ---------------------------------------------------------------------------
+
+LAYER_STACK_STEPS = 120
+
+
+def layer_stack_model(seed: int, *, reapply_position: bool = False) -> TinyTransformer:
+    """Lesson 08's model, untrained: three blocks, d_model 32, two heads, the sinusoid added
+    at the input (and before every block if ``reapply_position``), 16 kinds of token,
+    16 positions, one output per previous-token answer."""
+    seed = _validate.seed(seed)
+    reapply_position = _validate.flag(reapply_position, "reapply_position")
+    config = ModelConfig(vocab_size=16, d_model=32, n_layers=3, max_len=16,
+                         n_outputs=n_classes("previous_token", vocab_size=16, max_len=16),
+                         reapply_position=reapply_position)
+    return TinyTransformer(config, seed=seed)
+
+
+def layer_stack_models(seeds, *, reapply_position: bool = False,
+                       steps: int = LAYER_STACK_STEPS) -> tuple[list, list]:
+    """``layer_stack_model`` trained on previous-token, the seeds side by side (each on its
+    own batches): ``steps`` steps of 32 sequences of 16 tokens opened by a BOS marker,
+    AdamW at a constant lr 0.01. Returns (models, their training Histories), in the order
+    of ``seeds``."""
+    seeds = _seeds(seeds)
+    steps = _validate.steps(steps, "steps")
+    models = [layer_stack_model(seed, reapply_position=reapply_position) for seed in seeds]
+    histories = train(models, "previous_token", steps=steps, lr=1e-2, lengths=(16, 16),
+                      seed=seeds, bos=True, progress=False)
+    return models, histories
 
 
 # Lesson 09 ---------------------------------------------------------------------------

@@ -21,15 +21,15 @@ import pytest
 import torch
 from conftest import assert_recorded
 
-from course_utils import (ModelConfig, TinyTransformer, evaluate, layer_profile, make_batch,
-                          n_classes, residual_features, sinusoidal_encoding, steps_to_accuracy,
-                          train, variance_explained)
+from course_utils import (ModelConfig, TinyTransformer, evaluate, layer_profile, layer_stack_model,
+                          layer_stack_models, make_batch, n_classes, residual_features, sinusoidal_encoding,
+                          steps_to_accuracy, train, variance_explained)
 from course_utils.evidence import evidence
 
 SHOWN, PRINTED, FURTHER = (0, 1, 2), (3, 4, 5), (6,)
 ALL = SHOWN + PRINTED  # trained side by side, as in the lesson
 SEEDS = PRINTED + FURTHER  # the claims' seeds; 6 is never printed, and trained as its own group
-VOCAB, MAX_LEN, STEPS, LR = 16, 16, 120, 1e-2
+VOCAB, MAX_LEN, STEPS = 16, 16, 120
 TASK = "previous_token"
 LAYERS = range(4)
 
@@ -39,11 +39,6 @@ def _model(seed: int, *, reapply: bool = False, task: str = TASK) -> TinyTransfo
                          reapply_position=reapply,
                          n_outputs=n_classes(task, vocab_size=VOCAB, max_len=MAX_LEN))
     return TinyTransformer(config, seed=seed)
-
-
-def _fit(models: list, steps: int = STEPS, seeds: tuple = ALL) -> list:
-    return train(models, TASK, steps=steps, lr=LR, lengths=(16, 16), seed=list(seeds), bos=True,
-                 progress=False)
 
 
 def _batch():
@@ -75,13 +70,12 @@ def runs():
     torch.set_num_threads(1)
     result = {}
     for group in (ALL, FURTHER):
-        once = [_model(seed) for seed in group]
-        every = [_model(seed, reapply=True) for seed in group]
-        once_histories, every_histories = _fit(once, seeds=group), _fit(every, seeds=group)
+        once, once_histories = layer_stack_models(group)
+        every, every_histories = layer_stack_models(group, reapply_position=True)
         for i, seed in enumerate(group):
             if seed not in SEEDS:
                 continue
-            untrained = residual_features(_model(seed), _batch())
+            untrained = residual_features(layer_stack_model(seed), _batch())
             result[seed] = {"once": _measure(once[i], once_histories[i]),
                             "every": _measure(every[i], every_histories[i]),
                             "untrained_share": _left_out_share(untrained)}
@@ -102,8 +96,7 @@ def test_twice_the_steps_changes_the_mean_accuracy_by_less_than_a_point():
     for reapply in (False, True):
         accuracy = {}
         for steps in (STEPS, 2 * STEPS):
-            models = [_model(seed, reapply=reapply) for seed in ALL]
-            _fit(models, steps)
+            models, _ = layer_stack_models(ALL, reapply_position=reapply, steps=steps)
             accuracy[steps] = [evaluate(m, TASK, length=16, bos=True) for m in models]
         change = [after - before for before, after in zip(accuracy[STEPS], accuracy[2 * STEPS])]
         recorded = evidence("08-layers")["rows"]["before every block" if reapply else "added once"]

@@ -2043,6 +2043,14 @@ RECIPE_CASES = {
                                    steps=st.integers(1, 2))),
         dict(position=ANY, seed=Seed(), n_layers=ANY, n_heads=ANY, alibi_slopes=ANY, bos=Bool(), steps=Steps(1)),
         lambda kw, out: isinstance(out, TinyTransformer) and out.config.causal or _raises(), examples=3),
+    "layer_stack_model": Case(
+        st.fixed_dictionaries(dict(seed=seeds, reapply_position=st.booleans())),
+        dict(seed=Seed(), reapply_position=Bool()),
+        lambda kw, out: out.config.reapply_position == kw["reapply_position"] or _raises()),
+    "layer_stack_models": Case(
+        st.fixed_dictionaries(dict(seeds=_SEED_LISTS, reapply_position=st.booleans(), steps=st.integers(1, 2))),
+        dict(seeds=ANY, reapply_position=Bool(), steps=Steps(1)),
+        lambda kw, out: len(out[0]) == len(out[1]) == len(kw["seeds"]) or _raises(), examples=3),
     "own_index_models": Case(
         st.fixed_dictionaries(dict(causal=st.booleans(), bos=st.booleans(), seeds=_SEED_LISTS,
                                    steps=st.integers(1, 2))),

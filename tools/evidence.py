@@ -41,6 +41,7 @@ from course_utils.recipes import (
     four_term_models,
     last_copy_ablation,
     last_copy_models,
+    layer_stack_models,
     own_index_models,
     previous_token_model,
 )
@@ -141,25 +142,7 @@ def learned_accuracy(name: str, seed: int, steps: int) -> float:
 def layers_accuracy(reapply: bool, steps: int) -> list[float]:
     """Lesson 08: seeds 0-5 of the 3-block model (code added once, or before every
     block) side by side on 16 tokens with BOS; test accuracy per seed."""
-    config = ModelConfig(
-        vocab_size=16,
-        d_model=32,
-        n_layers=3,
-        max_len=16,
-        n_outputs=n_classes(PREVIOUS, vocab_size=16, max_len=16),
-        reapply_position=reapply,
-    )
-    models = [TinyTransformer(config, seed=seed) for seed in range(6)]
-    train(
-        models,
-        PREVIOUS,
-        steps=steps,
-        lr=1e-2,
-        lengths=(16, 16),
-        seed=list(range(6)),
-        bos=True,
-        progress=False,
-    )
+    models, _ = layer_stack_models(range(6), reapply_position=reapply, steps=steps)
     return [evaluate(model, PREVIOUS, length=16, bos=True) for model in models]
 
 
