@@ -54,7 +54,7 @@ from .combine import (block_parameters, cosine_spread, effective_rank, nearest_t
 from .decomposition import (four_term_decomposition, FourTerms, key_argmax_share, key_pull, model_four_terms,
                             offset_argmax_share, offset_dependence, offset_only_r2, offset_profile, offset_pull,
                             term_subspaces, weight_on_key, without_terms)
-from .display import magnitude, per_seed_table, range_means, rounded, seed_table
+from .display import claims_table, magnitude, per_seed_table, range_means, rounded, seed_table
 from .evidence import evidence, how_we_know
 from .encodings import frequencies, offset_similarity, pair_columns, sinusoidal_encoding
 from .extension import angle_coverage, rope_frequencies, RopeScaling, yarn_attention_scale, yarn_ramp
@@ -119,6 +119,7 @@ __all__ = [
     "bos_weight",
     "budget_report",
     "causal_mask",
+    "claims_table",
     "code_heatmap",
     "commuting_map",
     "context_gain",

@@ -195,6 +195,44 @@ def per_seed_table(rows, seeds, *, title: str = "", columns=None, decimals=3, si
     return "\n".join(lines)
 
 
+def claims_table(claims, *, title: str) -> str:
+    """Whether each claim a lesson makes holds, seed by seed, as text: one row per claim, one
+    column per seed, "yes" where it holds and "NO" where it does not. Lessons show their further
+    seeds (3-5) this way: each line is a sentence of the prose with the threshold it uses.
+
+    claims: {seed: {claim: bool}}, seeds as whole numbers, every seed naming the same claims in
+    the same order. title: the header's words before the seed numbers. Returns the text;
+    wider than 88 columns raises ValueError.
+    """
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    if not isinstance(claims, dict) or not claims:
+        raise TypeError("claims must be a non-empty dict {seed: {claim: bool}}")
+    seeds = list(claims)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise TypeError(f"claims' keys must be seeds (whole numbers), got {seeds!r:.60}")
+    first = claims[seeds[0]]
+    if not isinstance(first, dict) or not first:
+        raise TypeError("claims[seed] must be a non-empty dict {claim: bool}")
+    for s in seeds:
+        if not isinstance(claims[s], dict) or list(claims[s]) != list(first):
+            raise ValueError(f"claims[{s}] must name the same claims, in the same order, as "
+                             f"claims[{seeds[0]}]")
+        for claim, holds in claims[s].items():
+            if not isinstance(claim, str):
+                raise TypeError(f"claims[{s}] has a claim that is not a string: {claim!r:.40}")
+            if not isinstance(holds, (bool, np.bool_)):
+                raise TypeError(f"claims[{s}][{claim!r}] must be True or False, got "
+                                f"{type(holds).__name__}")
+    width = max([len(title), *(len(claim) for claim in first)]) + 5
+    lines = [f"{title:{width}s}" + "".join(f"{s:>5d}" for s in seeds)]
+    lines += [f"{claim:{width}s}" + "".join(f"{'yes' if claims[s][claim] else 'NO':>5s}"
+                                            for s in seeds) for claim in first]
+    if max(len(line) for line in lines) > 88:
+        raise ValueError("the table is wider than 88 columns: use shorter claims or fewer seeds")
+    return "\n".join(lines)
+
+
 def range_means(curves, ranges, *, baselines=None) -> dict:
     """Curves by position averaged over ranges of positions, ready for ``seed_table``.
 

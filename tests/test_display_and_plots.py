@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils import (attention_heatmap, causal_mask, per_seed_table, range_means, rounded,  # noqa: E402
+from course_utils import (attention_heatmap, causal_mask, claims_table, per_seed_table, range_means, rounded,  # noqa: E402
                           seed_table)
 from tools.execute import execute_lesson  # noqa: E402
 
@@ -212,3 +212,19 @@ def test_magnitude_prints_round_off_as_a_bound_and_real_differences_as_digits():
         magnitude("1e-3")
     with pytest.raises(ValueError, match="rounding"):
         magnitude(1.0, rounding=0)
+
+
+def test_claims_table_says_yes_or_no_for_each_claim_and_seed():
+    text = claims_table({3: {"ahead": True, "below 0.1": False}, 4: {"ahead": True, "below 0.1": True}},
+                        title="seeds 3, 4")
+    assert text.splitlines() == ["seeds 3, 4         3    4",
+                                 "ahead            yes  yes",
+                                 "below 0.1         NO  yes"]
+    with pytest.raises(ValueError, match="same claims"):
+        claims_table({3: {"a": True}, 4: {"b": True}}, title="")
+    with pytest.raises(TypeError, match="True or False"):
+        claims_table({3: {"a": 1}}, title="")
+    with pytest.raises(TypeError, match="seeds"):
+        claims_table({"3": {"a": True}}, title="")
+    with pytest.raises(ValueError, match="88"):
+        claims_table({3: {"x" * 90: True}}, title="")

@@ -1721,6 +1721,15 @@ CASES: dict[str, Case] = {
             gap=st.builds(lambda seed: torch.randn(3, n, generator=torch.Generator().manual_seed(seed)).abs()
                           .index_fill(1, torch.tensor([0]), 1.0), seeds)))),
         dict(gap=ANY), lambda kw, out: shape_is(*kw["gap"].shape[:-1])(out) and bool(((out >= 0) & (out <= 1)).all())),
+    "claims_table": Case(
+        st.fixed_dictionaries(dict(
+            claims=st.lists(st.booleans(), min_size=1, max_size=4).flatmap(lambda holds: st.dictionaries(
+                st.integers(0, 9), st.just({f"claim {i}": h for i, h in enumerate(holds)}), min_size=1,
+                max_size=3)),
+            title=st.sampled_from(["", "seeds: does each claim hold?"]))),
+        dict(claims=ANY, title=Text()),
+        lambda kw, out: isinstance(out, str) and len(out.splitlines()) == len(next(iter(kw["claims"].values()))) + 1
+        and all(len(line) <= 88 for line in out.splitlines())),
     "per_seed_table": Case(
         st.integers(1, 3).flatmap(lambda n_sub: st.fixed_dictionaries(dict(
             rows=st.dictionaries(st.sampled_from(["rope", "alibi", "none"]), st.fixed_dictionaries({
